@@ -1,0 +1,56 @@
+"""``naive``: the lowest free node ids, no shape.
+
+This is the flat machine of most batch simulators (and of AccaSim's first fit): a request
+for p processors (a k-cube counts as 2^k, a w x h submesh as w*h) takes the p free nodes
+with the smallest ids — on a mesh that is row-major order. A processor count is taken as
+it is, not rounded up to a cube or submesh: the machine is flat. The allocation is one
+scattered piece.
+"""
+from __future__ import annotations
+
+import heapq
+
+from scheduler.allocators import register
+from scheduler.allocators.base import Allocator
+from scheduler.topology import Request, RequestTooLarge, Scattered
+
+
+@register("naive")
+class Naive(Allocator):
+    """Lowest free node ids (row-major on a mesh), scattered; works on any topology."""
+
+    kinds = ("hypercube", "mesh")
+    scattered = True
+    complete_recognition = True
+
+    def __init__(self, topology, **options):
+        super().__init__(topology, **options)
+        # A heap of free ids gives the lowest p in O(p log N) without scanning the machine.
+        self._free = list(range(topology.size))
+        self._is_free = bytearray([1]) * topology.size
+
+    def normalize(self, request: Request) -> Request:
+        if request.kind != "processors":
+            self.topology.normalize(request)  # a shape must still fit the machine
+        p = request.processors_needed
+        if p > self.topology.size:
+            raise RequestTooLarge(f"request {request} needs {p} nodes; {self.topology} has {self.topology.size}")
+        return request
+
+    def _allocate(self, request: Request):
+        p = request.processors_needed
+        if p > len(self._free):
+            return None
+        taken = [heapq.heappop(self._free) for _ in range(p)]
+        for n in taken:
+            self._is_free[n] = 0
+        return (Scattered(frozenset(taken)),)
+
+    def _release(self, pieces):
+        for piece in pieces:
+            for n in piece.node_ids:
+                self._is_free[n] = 1
+                heapq.heappush(self._free, n)
+
+    def free_nodes(self) -> frozenset:
+        return frozenset(i for i, f in enumerate(self._is_free) if f)

@@ -1,0 +1,68 @@
+"""Jobs and the decisions policies return.
+
+A :class:`Job` is what a user submits: an id, a submit time, a request and a run time in the
+papers' time units (the residence time at the requested size). A discipline answers every
+call with a list of :class:`Start` decisions; the simulator turns each into a departure
+event, the live daemon into messages to the nodes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from scheduler.topology import Request
+
+
+class JobError(ValueError):
+    """A malformed job: negative or non-finite times, a duplicate id, an unknown id."""
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    id: int
+    submit: float
+    request: Request
+    runtime: float
+    name: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_time(self.submit, "submit time")
+        if not isinstance(self.runtime, (int, float)) or not math.isfinite(self.runtime) or self.runtime <= 0:
+            raise JobError(f"job {self.id}: run time must be a positive number, got {self.runtime!r}")
+        if not isinstance(self.request, Request):
+            raise JobError(f"job {self.id}: request must be a Request, got {self.request!r}")
+
+    def __repr__(self) -> str:
+        return f"Job({self.id}, submit={self.submit:g}, {self.request}, runtime={self.runtime:g})"
+
+
+def check_time(t, what: str = "time") -> None:
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        raise JobError(f"{what} must be a finite number >= 0, got {t!r}")
+
+
+def execution_time(runtime: float, folds: int) -> float:
+    """Run time after ``folds`` size reductions: the RSR paper's pessimistic linear rule
+    (each halving of the processors doubles the execution time)."""
+    return runtime * (1 << folds) if folds else runtime
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Start ``job`` on ``allocation`` at ``time``; it runs for ``runtime`` time units."""
+
+    job: Job
+    allocation: object  # scheduler.allocators.base.Allocation
+    time: float
+
+    @property
+    def runtime(self) -> float:
+        return execution_time(self.job.runtime, self.allocation.folds)
+
+    @property
+    def wait(self) -> float:
+        return self.time - self.job.submit
+
+
+__all__ = ["Job", "JobError", "Start", "check_time", "execution_time"]
