@@ -42,10 +42,12 @@ def check_time(t, what: str = "time") -> None:
         raise JobError(f"{what} must be a finite number >= 0, got {t!r}")
 
 
-def execution_time(runtime: float, folds: int) -> float:
-    """Run time after ``folds`` size reductions: the RSR paper's pessimistic linear rule
-    (each halving of the processors doubles the execution time)."""
-    return runtime * (1 << folds) if folds else runtime
+def execution_time(runtime: float, asked: int, given: int) -> float:
+    """Run time on ``given`` processors of a job that asked for ``asked``: the RSR paper's
+    pessimistic linear rule (each halving of the processors doubles the execution time),
+    i.e. the run time scales with asked/given. A buddy-2d square whose side is halved has a
+    quarter of the processors and so runs four times longer."""
+    return runtime * asked / given if given != asked else runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,10 @@ class Start:
 
     @property
     def runtime(self) -> float:
-        return execution_time(self.job.runtime, self.allocation.folds)
+        a = self.allocation
+        if not a.folds:
+            return self.job.runtime
+        return execution_time(self.job.runtime, a.asked.processors_needed, a.request.processors_needed)
 
     @property
     def wait(self) -> float:

@@ -1,0 +1,58 @@
+"""``mcemu``: one console script, one sub-command per DESIGN "Command line" row.
+
+Each group of commands lives in its own module exposing ``add_commands(subparsers)``; each
+sub-parser sets ``func(args) -> int``. ``main(argv) -> int`` never raises for a user error:
+it prints a one-line message on stderr and returns 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+COMMAND_MODULES = ["emulator.cli_policies", "emulator.cli_sim", "emulator.cli_cluster",
+                   "emulator.cli_monitor", "emulator.cli_reproduce"]
+
+
+class UsageError(Exception):
+    """A user error the CLI reports in one line (exit status 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcemu", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # that command group is not built yet
+                continue
+            raise
+        mod.add_commands(sub)
+    return parser
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (UsageError, ValueError, KeyError, OSError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args and not str(e).startswith("unknown") else e
+        print(f"mcemu {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+def entry() -> None:
+    sys.exit(main(sys.argv[1:]))
