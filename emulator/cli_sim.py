@@ -1,0 +1,182 @@
+"""``mcemu simulate``: one discrete-event run, synthetic workload or SWF trace."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from emulator.cli import UsageError, print_json
+
+
+def parse_params(items: list[str] | None) -> dict:
+    """``--param key=value`` pairs; values are read as int, float, bool or left as text."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UsageError(f"--param wants KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        k = k.strip().replace("-", "_")
+        low = v.strip().lower()
+        if low in ("true", "yes", "on"):
+            out[k] = True
+        elif low in ("false", "no", "off"):
+            out[k] = False
+        elif low in ("none", "null"):
+            out[k] = None
+        else:
+            try:
+                out[k] = int(v)
+            except ValueError:
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    out[k] = v
+    return out
+
+
+def _jobs(args, topo):
+    from emulator import workloads
+
+    if args.trace:
+        from emulator import swf
+
+        jobs = swf.read_jobs(args.trace, topo, time_unit=args.time_unit)
+        return jobs, {"trace": str(args.trace), "jobs": len(jobs)}
+    if args.load is None:
+        raise UsageError("a synthetic run needs --load (or give --trace FILE)")
+    wl = workloads.make_workload(
+        topo, load=args.load, size_dist=args.size_dist, service=args.service,
+        service_mean=args.service_mean, demand=args.demand, seed=args.seed,
+    )
+    info = {"load": args.load, "arrival_rate": wl.rate, "mean_job_size": wl.mean_size,
+            "size_dist": wl.size_dist, "service": wl.service, "service_mean": wl.service_mean,
+            "demand": wl.demand, "seed": args.seed}
+    return wl.jobs(), info
+
+
+def run(args) -> int:
+    from scheduler.topology import parse_topology
+    from emulator.sim import Simulation, build_discipline
+
+    topo = parse_topology(args.topology)
+    if args.time is None and args.jobs is None and not args.trace:
+        raise UsageError("give --time T (observation time) or --jobs N (completions)")
+    if args.time is not None and args.time <= 0:
+        raise UsageError("--time must be > 0")
+    if args.jobs is not None and args.jobs <= args.warmup:
+        raise UsageError("--jobs must exceed --warmup")
+    params = parse_params(args.param)
+    if args.gang and args.gang != "none":
+        return run_gang(args, topo, params)
+    d = build_discipline(topo, args.allocator, args.scheduler, args.reduction, params)
+    jobs, info = _jobs(args, topo)
+    keep = bool(args.write_swf)
+    sim = Simulation(d, jobs, until=args.time, completions=args.jobs, warmup=args.warmup,
+                     keep_records=keep)
+    t0 = time.perf_counter()
+    show = sys.stderr.isatty() and not args.json
+    if show:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        total = args.time or args.jobs or (len(jobs) if isinstance(jobs, list) else None)
+        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                      TimeElapsedColumn(), transient=True) as prog:
+            task = prog.add_task("sim", total=total)
+            by_time = args.time is not None
+            sim.progress = lambda now, done: prog.update(task, completed=now if by_time else done)
+            res = sim.run()
+    else:
+        res = sim.run()
+    wall = time.perf_counter() - t0
+    m = res.metrics
+    out = {
+        "topology": str(topo), "allocator": args.allocator, "scheduler": args.scheduler,
+        "reduction": args.reduction or "none", "params": params, "workload": info,
+        "wall_seconds": wall, "events_per_second": m["events"] / wall if wall > 0 else None,
+        "metrics": m,
+    }
+    if args.write_swf:
+        from emulator import swf
+
+        swf.write_schedule(args.write_swf, res.records, topology=topo,
+                           time_unit=args.time_unit if args.trace else 1.0,
+                           note=f"mcemu simulate {args.allocator}/{args.scheduler}")
+        out["swf_written"] = str(args.write_swf)
+    if args.json:
+        print_json(_jsonable(out))
+    else:
+        print_metrics(out)
+    return 0
+
+
+def run_gang(args, topo, params) -> int:
+    raise UsageError("gang simulation is not available yet in `mcemu simulate`")
+
+
+def _jsonable(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return None if math.isnan(o) else ("inf" if o > 0 else "-inf")
+    if isinstance(o, dict):
+        return {k: _jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    return o
+
+
+def print_metrics(out: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    m = out["metrics"]
+    c = Console()
+    c.print(f"[bold]{out['topology']}[/]  allocator [cyan]{out['allocator']}[/]  "
+            f"scheduler [cyan]{out['scheduler']}[/]  reduction [cyan]{out['reduction']}[/]")
+    c.print("workload: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                      for k, v in out["workload"].items()))
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for k in ("generated", "completed", "allocated", "mean_queueing_delay", "mean_turnaround",
+              "utilization", "throughput", "power", "measured_load", "external_fragmentation",
+              "ls_ratio", "mean_jobs_in_system", "observation_time"):
+        v = m[k]
+        t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
+    c.print(t)
+    if m["per_size"]:
+        ps = Table(title="per allocated size", title_justify="left", header_style="bold")
+        for col in ("nodes", "completed", "mean wait", "mean turnaround"):
+            ps.add_column(col, justify="right")
+        for k, v in m["per_size"].items():
+            ps.add_row(k, str(v["completed"]), f"{v['mean_wait']:.3f}", f"{v['mean_turnaround']:.3f}")
+        c.print(ps)
+    eps = out.get("events_per_second")
+    c.print(f"[dim]{m['events']} events in {out['wall_seconds']:.2f} s"
+            + (f" ({eps:,.0f} events/s)" if eps else "") + "[/]")
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("simulate", help="one discrete-event run; prints the metrics",
+                       description="Run the policies in virtual time on a synthetic Poisson "
+                                   "workload or a Standard Workload Format trace.")
+    p.add_argument("--topology", default="hypercube:10", help="hypercube:N or mesh:WxH")
+    p.add_argument("--allocator", default="buddy")
+    p.add_argument("--scheduler", default="fcfs")
+    p.add_argument("--reduction", default=None, help="rsr:T, limit:K, limit:greedy, limit:average")
+    p.add_argument("--gang", default=None, help="gang policy (time sharing)")
+    p.add_argument("--load", type=float, default=None, help="offered load (fraction of capacity)")
+    p.add_argument("--time", type=float, default=None, help="observation time T (time units)")
+    p.add_argument("--jobs", type=int, default=None, help="stop after N completions")
+    p.add_argument("--warmup", type=int, default=0, help="completions not counted (with --jobs)")
+    p.add_argument("--size-dist", default=None, help="job size distribution (see mcemu policies)")
+    p.add_argument("--service", default="uniform", help="service distribution")
+    p.add_argument("--service-mean", type=float, default=5.0, help="mean residence time")
+    p.add_argument("--demand", choices=["dependent", "independent"], default="dependent")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--trace", default=None, help="replay an SWF log (.swf or .swf.gz)")
+    p.add_argument("--time-unit", type=float, default=1.0,
+                   help="seconds of the trace per model time unit (with --trace)")
+    p.add_argument("--write-swf", default=None, metavar="OUT", help="write the simulated schedule as SWF")
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="a discipline parameter (repeatable), e.g. --param threshold=20")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=run)

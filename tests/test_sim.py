@@ -1,0 +1,106 @@
+"""The simulator engine: hand-worked FCFS schedules, tie-breaking, determinism, conservation,
+Little's law, the metric definitions of the lazy paper."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from emulator.sim import Simulation, SimulationError, build_discipline, ls_ratio, simulate
+from scheduler.jobs import Job
+from scheduler.topology import Request
+
+
+def J(i, t, k, r):
+    return Job(i, t, Request.cube(k), r)
+
+
+def starts_of(topology, alloc, sched, jobs, **kw):
+    log = []
+    d = build_discipline(topology, alloc, sched)
+    res = Simulation(d, jobs, trace=lambda ev, t, s: log.append((ev, t, s.job.id)), **kw).run()
+    return res, [(t, j) for ev, t, j in log if ev == "start"], [(t, j) for ev, t, j in log if ev == "depart"]
+
+
+def test_fcfs_blocks_small_job_behind_large_one():
+    # 3-cube: job 0 takes 2 nodes (1-cube) for 10; job 1 wants the whole 3-cube; job 2 a 1-cube
+    # would fit at t=2 but waits behind job 1 (blocking FCFS), so it starts only at t=20.
+    jobs = [J(0, 0, 1, 10), J(1, 1, 3, 10), J(2, 2, 1, 1)]
+    res, starts, departs = starts_of("hypercube:3", "naive", "fcfs", jobs)
+    assert starts == [(0, 0), (10, 1), (20, 2)]
+    assert departs == [(10, 0), (20, 1), (21, 2)]
+    m = res.metrics
+    assert m["completed"] == m["generated"] == m["allocated"] == 3
+    assert m["mean_queueing_delay"] == pytest.approx((0 + 9 + 18) / 3)
+    assert m["mean_turnaround"] == pytest.approx((10 + 19 + 19) / 3)
+    # busy node-time 2*10 + 8*10 + 2*1 over 8 nodes x 21
+    assert m["utilization"] == pytest.approx(102 / (8 * 21))
+
+
+def test_departure_before_arrival_at_equal_times():
+    # the 3-cube frees at t=5 exactly when job 1 arrives: it must start at once.
+    jobs = [J(0, 0, 3, 5), J(1, 5, 3, 1)]
+    _, starts, _ = starts_of("hypercube:3", "naive", "fcfs", jobs)
+    assert starts == [(0, 0), (5, 1)]
+
+
+def test_observation_time_window_and_metrics():
+    # T = 10: job 1 (arrives 4, waits until 8 for job 0) is allocated; job 2 arrives after T.
+    jobs = [J(0, 0, 2, 8), J(1, 4, 2, 6), J(2, 11, 0, 1)]
+    res, starts, _ = starts_of("hypercube:2", "naive", "fcfs", jobs, until=10)
+    m = res.metrics
+    assert (m["generated"], m["allocated"], m["completed"]) == (2, 2, 1)
+    assert m["mean_queueing_delay"] == pytest.approx(4 / 2)
+    assert m["utilization"] == pytest.approx((4 * 8 + 4 * 2) / (4 * 10))
+    assert m["throughput"] == pytest.approx(1 / 10)
+    assert m["power"] == pytest.approx(0.1 / 2)
+    assert m["measured_load"] == pytest.approx((8 * 4 + 6 * 4) / (4 * 10))
+
+
+def poisson(n, rate, maxk, seed):
+    r = random.Random(seed)
+    t = 0.0
+    for i in range(n):
+        t += r.expovariate(rate)
+        yield Job(i, t, Request.cube(r.randrange(0, maxk + 1)), r.uniform(0.1, 9.9))
+
+
+def test_seeded_runs_are_identical_and_conserve_jobs():
+    a = simulate("hypercube:6", "naive", "fcfs", poisson(3000, 1.0, 5, 7), until=2000).metrics
+    b = simulate("hypercube:6", "naive", "fcfs", poisson(3000, 1.0, 5, 7), until=2000).metrics
+    assert a == b
+    assert a["generated"] == a["completed"] + a["running_at_end"] + a["waiting_at_end"]
+    assert 0 < a["utilization"] <= 1
+    c = simulate("hypercube:6", "naive", "fcfs", poisson(3000, 1.0, 5, 8), until=2000).metrics
+    assert c != a
+
+
+def test_littles_law_on_a_long_run():
+    m = simulate("hypercube:6", "naive", "fcfs", poisson(40000, 1.2, 5, 3), until=30000).metrics
+    lam = m["generated"] / m["observation_time"]
+    assert m["mean_jobs_in_system"] == pytest.approx(lam * m["mean_turnaround"], rel=0.05)
+
+
+def test_completions_mode_discards_warmup():
+    m = simulate("hypercube:5", "naive", "fcfs", poisson(5000, 1.0, 4, 2), completions=1100,
+                 warmup=100).metrics
+    assert m["completed"] == 1100
+    assert m["counted_completions"] == 1000
+    assert 0 < m["utilization"] <= 1
+
+
+def test_job_too_large_is_a_clear_error_naming_it():
+    with pytest.raises(SimulationError, match="job 1"):
+        simulate("hypercube:3", "naive", "fcfs", [J(0, 0, 1, 1), J(1, 1, 4, 1)])
+
+
+def test_bad_run_parameters():
+    d = build_discipline("hypercube:3", "naive", "fcfs")
+    with pytest.raises(SimulationError):
+        Simulation(d, [], until=-1)
+    with pytest.raises(SimulationError):
+        Simulation(d, [], completions=5, warmup=5)
+
+
+def test_ls_ratio():
+    assert ls_ratio([(1, 1.0), (1, 1.0), (4, 3.0), (4, 3.0), (2, 1.0)]) == pytest.approx(3.0)
