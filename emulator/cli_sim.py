@@ -44,8 +44,9 @@ def _jobs(args, topo):
         return jobs, {"trace": str(args.trace), "jobs": len(jobs)}
     if args.load is None:
         raise UsageError("a synthetic run needs --load (or give --trace FILE)")
+    size_dist = args.size_dist or ("uniform" if topo.kind == "hypercube" else "processors")
     wl = workloads.make_workload(
-        topo, load=args.load, size_dist=args.size_dist, service=args.service,
+        topo, load=args.load, size_dist=size_dist, service=args.service,
         service_mean=args.service_mean, demand=args.demand, seed=args.seed,
     )
     info = {"load": args.load, "arrival_rate": wl.rate, "mean_job_size": wl.mean_size,
@@ -167,7 +168,7 @@ def add_commands(sub) -> None:
     p.add_argument("--time", type=float, default=None, help="observation time T (time units)")
     p.add_argument("--jobs", type=int, default=None, help="stop after N completions")
     p.add_argument("--warmup", type=int, default=0, help="completions not counted (with --jobs)")
-    p.add_argument("--size-dist", default=None, help="job size distribution (see mcemu policies)")
+    p.add_argument("--size-dist", default=None, help="job size distribution (default: uniform on a cube, processors on a mesh)")
     p.add_argument("--service", default="uniform", help="service distribution")
     p.add_argument("--service-mean", type=float, default=5.0, help="mean residence time")
     p.add_argument("--demand", choices=["dependent", "independent"], default="dependent")

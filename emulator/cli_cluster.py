@@ -1,0 +1,466 @@
+"""``mcemu up / down / nodes / submit / queue / cancel / workload / node``: the live cluster.
+
+``up`` starts two processes, each in its own session and recorded by pidfile in MCEMU_HOME:
+the daemon (``python -m emulator.daemon``) and the launcher (``python -m nodes.launcher``),
+which forks the node agents. It returns (``--detach``) once every local node has registered,
+or stays in the foreground until Ctrl-C and then stops the cluster. Run against a home whose
+daemon died (SIGKILL) while its launcher lives, ``up`` starts only a new daemon: it replays
+the journal and the nodes register again with their tasks.
+
+``down`` asks the daemon to shut down (it tells the nodes, which kill their tasks), then
+waits for every process it recorded (daemon, launcher, the launcher's whole process tree,
+collected BEFORE asking) and terminates by pid whatever is left after a deadline. It never
+looks processes up by name.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from emulator import home as homemod
+from emulator.cli import UsageError, print_json
+
+
+# ---------------------------------------------------------------------- cluster control
+
+
+def cluster_processes(home: Path) -> dict:
+    """The live processes of the cluster in ``home``: daemon, launcher, and the launcher's
+    descendants (nodes and their tasks)."""
+    d = homemod.read_pidfile(home / "daemon.pid")
+    lch = homemod.read_pidfile(home / "launcher.pid")
+    tree = []
+    if lch is not None:
+        try:
+            tree = lch.children(recursive=True)
+        except psutil.Error:
+            tree = []
+    return {"daemon": d, "launcher": lch, "tree": tree}
+
+
+def _spawn(argv, log: Path) -> subprocess.Popen:
+    with open(log, "ab") as f:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+
+
+def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None):
+    while True:
+        v = cond()
+        if v:
+            return v
+        if proc is not None and proc.poll() is not None:
+            tail = log.read_text()[-2000:] if log and log.exists() else ""
+            raise UsageError(f"{what}: the process exited with status {proc.returncode}\n{tail}")
+        if time.monotonic() >= deadline:
+            raise UsageError(f"{what}: not ready before the deadline")
+        time.sleep(0.05)
+
+
+def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
+                  heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
+                  grace=None, timeout=None, output_dir=None) -> dict:
+    """Start (or complete) the cluster in ``home``; returns once it is ready."""
+    from emulator.client import Client, ClientTimeout
+    from emulator.journal import Journal
+    from scheduler.topology import parse_topology
+
+    procs = cluster_processes(home)
+    if procs["daemon"] is not None:
+        raise UsageError(f"a cluster is already running in {home} (daemon pid {procs['daemon'].pid}); `mcemu down` first")
+    meta = {}
+    if homemod.journal_path(home).exists():
+        j = Journal(homemod.journal_path(home))
+        meta = j.get_meta().get("config", {})
+        j.db.close()
+    topo = parse_topology(topology or meta.get("topology") or "hypercube:4")
+    hb = heartbeat or meta.get("heartbeat") or 0.2
+    lv = liveness or meta.get("liveness") or 3
+    py = sys.executable
+    argv = [py, "-m", "emulator.daemon", "--home", str(home)]
+    for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
+                    ("--reduction", reduction), ("--time-unit", time_unit), ("--heartbeat", heartbeat),
+                    ("--liveness", liveness), ("--max-requeue", max_requeue), ("--listen", listen),
+                    ("--grace", grace)):
+        if v is not None:
+            argv += [flag, str(v)]
+    t_start = time.monotonic()
+    dlog = home / "daemon.log"
+    dproc = _spawn(argv, dlog)
+    deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
+    _wait_for(lambda: homemod.read_pidfile(home / "daemon.pid"), deadline, "daemon start", dproc, dlog)
+    n_local = topo.size if local_nodes is None else max(0, min(int(local_nodes), topo.size))
+    lproc = None
+    if procs["launcher"] is None and n_local:
+        largv = [py, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
+                 f"0-{n_local - 1}", "--heartbeat", str(hb), "--liveness", str(lv), "--home", str(home),
+                 "--output-dir", str(output_dir or (home / "output"))]
+        (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
+        lproc = _spawn(largv, home / "launcher.log")
+    c = Client(home=home, timeout=2.0)
+    try:
+        def ready():
+            try:
+                st = c.status()
+            except ClientTimeout:
+                return None
+            up = st["size"] - st["nodes"].get("down", 0)
+            return st if st["connected"] >= n_local and up >= n_local else None
+        st = _wait_for(ready, deadline, f"{n_local} nodes registering", lproc, home / "launcher.log")
+    finally:
+        c.close()
+    st["startup_s"] = time.monotonic() - t_start
+    st["home"] = str(home)
+    return st
+
+
+def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
+    """Stop everything the cluster in ``home`` started, by pid; returns what was stopped."""
+    from emulator.client import Client, ClientError
+
+    procs = cluster_processes(home)
+    everyone = [p for p in [procs["daemon"], procs["launcher"], *procs["tree"]] if p is not None]
+    pids = sorted(p.pid for p in everyone)
+    if procs["daemon"] is not None:
+        c = Client(home=home, timeout=3.0)
+        try:
+            c.shutdown()
+        except ClientError:
+            try:
+                procs["daemon"].terminate()
+            except psutil.Error:
+                pass
+        finally:
+            c.close()
+    elif procs["launcher"] is not None:
+        try:
+            procs["launcher"].terminate()
+        except psutil.Error:
+            pass
+    gone, alive = psutil.wait_procs(everyone, timeout=timeout)
+    terminated = []
+    for p in alive:
+        try:
+            p.terminate()
+            terminated.append(p.pid)
+        except psutil.Error:
+            pass
+    gone2, alive = psutil.wait_procs(alive, timeout=3)
+    killed = []
+    for p in alive:
+        try:
+            p.kill()
+            killed.append(p.pid)
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=3)
+    for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json"):
+        try:
+            (home / f).unlink()
+        except FileNotFoundError:
+            pass
+    return {"home": str(home), "stopped": pids, "terminated": terminated, "killed": killed,
+            "was_running": bool(everyone)}
+
+
+# ---------------------------------------------------------------------- output helpers
+
+
+def _client(args):
+    from emulator.client import Client
+
+    return Client(getattr(args, "connect", None) or None, timeout=args.timeout)
+
+
+def _table(title, columns, rows):
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*[("" if v is None else str(v)) for v in r])
+    Console().print(t)
+
+
+def _ranges(ids) -> str:
+    ids = sorted(ids)
+    out, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def cmd_up(args) -> int:
+    home = homemod.home_dir()
+    listen = args.listen
+    if listen and "://" not in listen:  # PORT, :PORT or HOST:PORT; loopback unless a host is named
+        host, _, port = listen.rpartition(":")
+        listen = f"tcp://{host or '127.0.0.1'}:{port}"
+    st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
+                       args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
+                       timeout=args.timeout_up)
+    if args.json:
+        print_json({"home": str(home), "pid": st["pid"], "config": st["config"], "nodes": st["nodes"],
+                    "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)})
+    else:
+        cfg = st["config"]
+        print(f"cluster up in {st['startup_s']:.2f} s: {cfg['topology']} ({st['size']} nodes), "
+              f"allocator {cfg['allocator']}, scheduler {cfg['scheduler']}, time unit {cfg['time_unit']} s; "
+              f"home {home}")
+    if args.detach:
+        return 0
+    stop = []
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, lambda *_: stop.append(1))
+    print("running in the foreground; Ctrl-C stops the cluster", file=sys.stderr)
+    try:
+        while not stop and homemod.read_pidfile(home / "daemon.pid") is not None:
+            time.sleep(0.2)
+    finally:
+        res = stop_cluster(home)
+        if not args.json:
+            print(f"cluster down: {len(res['stopped'])} processes stopped", file=sys.stderr)
+    return 0
+
+
+def cmd_down(args) -> int:
+    home = homemod.home_dir()
+    res = stop_cluster(home, timeout=args.timeout_down)
+    if args.json:
+        print_json(res)
+    elif res["was_running"]:
+        extra = f", {len(res['terminated'])} terminated, {len(res['killed'])} killed" if res["terminated"] or res["killed"] else ""
+        print(f"cluster down: {len(res['stopped'])} processes stopped{extra}")
+    else:
+        print(f"no cluster running in {home}")
+    return 0
+
+
+def cmd_nodes(args) -> int:
+    with _client(args) as c:
+        nodes = c.nodes()
+    if args.json:
+        print_json({"nodes": nodes})
+        return 0
+    # like sinfo: group nodes of the same state
+    groups: dict[str, list] = {}
+    for n in nodes:
+        groups.setdefault(n["state"], []).append(n["node"])
+    if not args.long:
+        _table(None, ["STATE", "NODES", "NODELIST"], [(s, len(v), _ranges(v)) for s, v in sorted(groups.items())])
+    else:
+        _table(None, ["NODE", "STATE", "JOB", "PID", "HOST"],
+               [(n["node"], n["state"], ",".join(map(str, n["jobs"])) or "-", n["pid"], n["host"]) for n in nodes])
+    return 0
+
+
+def _parse_request(args) -> dict:
+    if args.cube is not None:
+        return {"cube": args.cube}
+    if args.shape:
+        try:
+            w, h = (int(x) for x in args.shape.lower().split("x"))
+        except ValueError:
+            raise UsageError(f"--shape must be WxH, got {args.shape!r}") from None
+        return {"shape": [w, h]}
+    return {"nodes": args.nodes}
+
+
+def cmd_submit(args) -> int:
+    from emulator.client import DaemonError
+
+    if args.runtime <= 0:
+        raise UsageError(f"--runtime must be > 0, got {args.runtime}")
+    with _client(args) as c:
+        try:
+            jid = c.submit(_parse_request(args), args.runtime, args.name or "", args.command, args.burn)
+        except DaemonError as e:
+            raise UsageError(str(e)) from None
+    if args.json:
+        print_json({"job": jid})
+    else:
+        print(f"Submitted job {jid}")
+    return 0
+
+
+def cmd_queue(args) -> int:
+    with _client(args) as c:
+        q = c.queue(all=args.all)
+    if args.json:
+        print_json(q)
+        return 0
+    rows = []
+    for j in q["jobs"]:
+        rows.append((j["id"], j["name"], j["state"], j["request_text"], j["allocation"] or "-",
+                     _ranges(j["nodes"] or []) or "-", f"{j['submit']:.2f}",
+                     "" if j["start"] is None else f"{j['start']:.2f}", "" if j["end"] is None else f"{j['end']:.2f}",
+                     j["attempt"], j["reason"] or ""))
+    _table(f"now {q['now']:.2f}", ["JOBID", "NAME", "STATE", "REQUEST", "ALLOCATION", "NODELIST", "SUBMIT",
+                                   "START", "END", "ATT", "REASON"], rows)
+    return 0
+
+
+def cmd_cancel(args) -> int:
+    from emulator.client import DaemonError
+
+    with _client(args) as c:
+        try:
+            r = c.cancel(args.job)
+        except DaemonError as e:
+            raise UsageError(str(e)) from None
+    if args.json:
+        print_json(r)
+    else:
+        print(f"job {r['job']} cancelled")
+    return 0
+
+
+def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0):
+    """The synthetic workload to stream: a list of {"at": model time, "request", "runtime"},
+    from emulator.workloads when it is there, else a built-in Poisson/uniform one."""
+    from scheduler.topology import parse_topology
+
+    topo = parse_topology(topology)
+    try:
+        from emulator import workloads
+    except ImportError:
+        workloads = None
+    if workloads is not None and hasattr(workloads, "generate"):
+        jobs = workloads.generate(topo, jobs=n_jobs, load=load, size_dist=size_dist or None,
+                                  service=service or None, seed=seed)
+        out = []
+        for j in jobs:
+            out.append({"at": j.submit, "request": j.request.to_dict(), "runtime": j.runtime, "name": j.name or ""})
+        return out
+    import random
+
+    rng = random.Random(seed)
+    if topo.kind == "hypercube":
+        sizes = [{"cube": k} for k in range(topo.n + 1)]
+        mean_size = sum(2 ** k for k in range(topo.n + 1)) / (topo.n + 1)
+    else:
+        side = min(topo.width, topo.height)
+        sizes = [{"shape": [s, s]} for s in range(1, side + 1)]
+        mean_size = sum(s * s for s in range(1, side + 1)) / side
+    mean_service = 1.0
+    rate = topo.size / (mean_size * mean_service) * load
+    t, out = 0.0, []
+    for i in range(n_jobs):
+        t += rng.expovariate(rate)
+        out.append({"at": t, "request": rng.choice(sizes), "runtime": rng.uniform(0.5, 1.5) * mean_service,
+                    "name": f"w{i}"})
+    return out
+
+
+def cmd_workload(args) -> int:
+    with _client(args) as c:
+        st = c.status()
+        jobs = workload_jobs(st["config"]["topology"], args.jobs, args.load, args.size_dist, args.service, args.seed)
+        unit = st["config"]["time_unit"]
+        t0 = time.monotonic()
+        ids = []
+        for j in jobs:
+            delay = t0 + j["at"] * unit - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)  # streaming at the workload's own arrival times
+            ids.append(c.submit(j["request"], j["runtime"], j.get("name", "")))
+            if not args.json:
+                print(f"submitted job {ids[-1]} {j['request']} runtime {j['runtime']:.3g}", flush=True)
+    if args.json:
+        print_json({"jobs": ids, "submitted": len(ids)})
+    return 0
+
+
+def cmd_node(args) -> int:
+    from nodes import agent
+
+    return agent.run_node(args.id, args.connect, heartbeat=args.heartbeat, liveness=args.liveness,
+                          output_dir=args.output_dir)
+
+
+def add_commands(sub) -> None:
+    def common(p, json=True):
+        if json:
+            p.add_argument("--json", action="store_true", help="print one JSON document")
+        p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
+        p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
+
+    p = sub.add_parser("up", help="start the daemon and one process per node")
+    p.add_argument("--topology", help="hypercube:N or mesh:WxH (default hypercube:4)")
+    p.add_argument("--allocator", help="allocator name (default buddy)")
+    p.add_argument("--scheduler", help="discipline name (default lazy)")
+    p.add_argument("--reduction", help="size reduction, e.g. rsr:T or limit:K")
+    p.add_argument("--time-unit", type=float, help="wall-clock seconds per model time unit (default 1)")
+    p.add_argument("--heartbeat", type=float, help="heartbeat interval in seconds (default 0.2)")
+    p.add_argument("--liveness", type=int, help="missed heartbeats before a node is down (default 3)")
+    p.add_argument("--max-requeue", type=int, help="node faults a job survives by requeueing (default 1)")
+    p.add_argument("--listen", help="also accept nodes and clients on tcp://ADDR:PORT (or :PORT for loopback)")
+    p.add_argument("--local-nodes", type=int, help="launch only nodes 0..N-1 here; the rest join with `mcemu node`")
+    p.add_argument("--detach", action="store_true", help="return once the cluster is ready")
+    p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("down", help="stop the cluster: every node, task and the daemon, by pid")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--timeout-down", type=float, default=15.0)
+    p.set_defaults(func=cmd_down)
+
+    p = sub.add_parser("nodes", help="node states (like sinfo)")
+    common(p)
+    p.add_argument("--long", "-l", action="store_true", help="one line per node")
+    p.set_defaults(func=cmd_nodes)
+
+    p = sub.add_parser("submit", help="submit one job")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--cube", type=int, help="a K-cube")
+    g.add_argument("--shape", help="a WxH submesh")
+    g.add_argument("--nodes", type=int, help="a processor count")
+    p.add_argument("--runtime", type=float, required=True, help="run time in model time units")
+    p.add_argument("--name")
+    p.add_argument("--command", help="shell command each task runs (default: a synthetic task)")
+    p.add_argument("--burn", action="store_true", help="synthetic task burns CPU instead of sleeping")
+    common(p)
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("queue", help="waiting and running jobs (like squeue)")
+    p.add_argument("--all", action="store_true", help="include finished jobs")
+    common(p)
+    p.set_defaults(func=cmd_queue)
+
+    p = sub.add_parser("cancel", help="cancel a job")
+    p.add_argument("job", type=int)
+    common(p)
+    p.set_defaults(func=cmd_cancel)
+
+    p = sub.add_parser("workload", help="stream a synthetic Poisson workload into the running cluster")
+    p.add_argument("--jobs", type=int, required=True)
+    p.add_argument("--load", type=float, required=True)
+    p.add_argument("--size-dist")
+    p.add_argument("--service")
+    p.add_argument("--seed", type=int, default=0)
+    common(p)
+    p.set_defaults(func=cmd_workload)
+
+    p = sub.add_parser("node", help="run one node agent that joins a cluster (e.g. from another host)")
+    p.add_argument("--connect", required=True, help="the daemon's tcp://HOST:PORT (see `mcemu up --listen`)")
+    p.add_argument("--id", type=int, required=True)
+    p.add_argument("--heartbeat", type=float, default=0.2)
+    p.add_argument("--liveness", type=int, default=3)
+    p.add_argument("--output-dir")
+    p.set_defaults(func=cmd_node)

@@ -1,0 +1,184 @@
+"""A small client of the daemon (the CLI is built on it).
+
+    from emulator.client import Client
+    with Client() as c:                    # MCEMU_HOME's ipc socket, or Client("tcp://...")
+        jid = c.submit({"cube": 2}, runtime=5)
+        c.queue(); c.nodes(); c.status(); c.cancel(jid)
+
+Every call has a timeout (default 5 s) and raises :class:`ClientTimeout` when the daemon does
+not answer, :class:`DaemonError` (with ``code``) when it refuses. The socket is a DEALER, so
+:meth:`submit_many` can pipeline thousands of submissions with a bounded window.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+
+import zmq
+
+from emulator import home as homemod
+from emulator import protocol as P
+
+
+class ClientError(Exception):
+    pass
+
+
+class ClientTimeout(ClientError, TimeoutError):
+    pass
+
+
+class DaemonError(ClientError):
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{message} ({code})")
+        self.code = code
+
+
+class Client:
+    def __init__(self, endpoint: str | None = None, timeout: float = 5.0, home=None):
+        if endpoint is None:
+            endpoint = homemod.control_endpoint(homemod.home_dir() if home is None else home)
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.ctx = zmq.Context.instance()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.SNDHWM, 100_000)
+        self.sock.setsockopt(zmq.RCVHWM, 100_000)
+        self.sock.connect(endpoint)
+        self._ids = itertools.count(1)
+
+    def close(self):
+        self.sock.close(linger=0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _recv(self, deadline: float) -> dict:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.sock.poll(left * 1000):
+                raise ClientTimeout(f"no answer from the daemon at {self.endpoint} (is the cluster up?)")
+            try:
+                return P.decode(self.sock.recv(), max_size=P.MAX_REPLY)
+            except P.ProtocolError:
+                continue
+
+    def request(self, type_: str, timeout: float | None = None, **fields):
+        rid = next(self._ids)
+        self.sock.send(P.encode(type_, id=rid, **fields))
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            m = self._recv(deadline)
+            if m.get("id") != rid:
+                continue  # a late answer to an earlier, timed-out request
+            if m["type"] == "error":
+                raise DaemonError(m["code"], m["message"])
+            return m.get("data")
+
+    # ------------------------------------------------------------------ API
+
+    def ping(self, timeout=None) -> bool:
+        return bool(self.request("ping", timeout)["pong"])
+
+    def submit(self, request: dict, runtime: float, name: str = "", command: str | None = None,
+               burn: bool = False, timeout=None) -> int:
+        f = {"request": request, "runtime": float(runtime)}
+        if name:
+            f["name"] = name
+        if command:
+            f["command"] = command
+        if burn:
+            f["burn"] = True
+        return self.request("submit", timeout, **f)["job"]
+
+    def submit_many(self, jobs, window: int = 512, timeout=None) -> list:
+        """Submit ``jobs`` (dicts with request, runtime[, name, command, burn]) pipelined;
+        returns their ids (or DaemonError instances for refused ones) in order."""
+        jobs = list(jobs)
+        out: list = [None] * len(jobs)
+        pending: dict[int, int] = {}
+        deadline_per = self.timeout if timeout is None else timeout
+        i = 0
+        deadline = time.monotonic() + deadline_per
+        while i < len(jobs) or pending:
+            while i < len(jobs) and len(pending) < window:
+                rid = next(self._ids)
+                j = {"request": jobs[i]["request"], "runtime": float(jobs[i]["runtime"])}
+                for k in ("name", "command", "burn"):
+                    if jobs[i].get(k):
+                        j[k] = jobs[i][k]
+                self.sock.send(P.encode("submit", id=rid, **j))
+                pending[rid] = i
+                i += 1
+            m = self._recv(deadline)
+            idx = pending.pop(m.get("id"), None)
+            if idx is None:
+                continue
+            deadline = time.monotonic() + deadline_per
+            out[idx] = DaemonError(m["code"], m["message"]) if m["type"] == "error" else m["data"]["job"]
+        return out
+
+    def cancel(self, job: int, timeout=None) -> dict:
+        return self.request("cancel", timeout, job=int(job))
+
+    def queue(self, all: bool = False, jobs=None, timeout=None) -> dict:
+        f = {"all": bool(all)}
+        if jobs:
+            f["jobs"] = [int(j) for j in jobs]
+        return self.request("queue", timeout, **f)
+
+    def nodes(self, timeout=None) -> list[dict]:
+        return self.request("nodes", timeout)["nodes"]
+
+    def status(self, timeout=None) -> dict:
+        return self.request("status", timeout)
+
+    def shutdown(self, timeout=None) -> dict:
+        return self.request("shutdown", timeout)
+
+    def wait_until(self, predicate, timeout: float, interval: float = 0.05):
+        """Poll ``predicate(self)`` until it returns something truthy; raise ClientTimeout
+        at the deadline. Returns that value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                v = predicate(self)
+            except ClientTimeout:
+                v = None
+            if v:
+                return v
+            if time.monotonic() >= deadline:
+                raise ClientTimeout(f"condition not met within {timeout} s")
+            time.sleep(interval)
+
+
+class Events:
+    """Subscribe to the daemon's PUB socket: ``for topic, msg in Events().iter(timeout)``."""
+
+    def __init__(self, endpoint: str | None = None, topics=(b"",), home=None):
+        if endpoint is None:
+            endpoint = homemod.events_endpoint(homemod.home_dir() if home is None else home)
+        self.sock = zmq.Context.instance().socket(zmq.SUB)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.RCVHWM, 1_000_000)
+        for t in topics:
+            self.sock.setsockopt(zmq.SUBSCRIBE, t)
+        self.sock.connect(endpoint)
+
+    def recv(self, timeout: float):
+        if not self.sock.poll(timeout * 1000):
+            return None
+        topic, frame = self.sock.recv_multipart()
+        return topic, P.decode(frame, max_size=P.MAX_REPLY)
+
+    def close(self):
+        self.sock.close(linger=0)
+
+
+__all__ = ["Client", "ClientError", "ClientTimeout", "DaemonError", "Events"]

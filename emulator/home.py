@@ -1,0 +1,102 @@
+"""MCEMU_HOME: where a cluster keeps its sockets, journal, pidfiles and logs.
+
+``MCEMU_HOME`` if set, else ``$XDG_STATE_HOME/mcemu``, else ``~/.local/state/mcemu``. The
+directory is created with mode 0700 (the ipc:// sockets in it are the cluster's only access
+control when no --listen address is given). Two clusters run side by side with two homes.
+
+A pidfile holds ``pid create_time`` so that a process is only ever signalled when it is still
+the one we started (a recycled pid has another create time).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+
+IPC_PATH_MAX = 100  # sun_path is 108 bytes on Linux; leave room for the terminator
+
+
+def home_dir(create: bool = True) -> Path:
+    env = os.environ.get("MCEMU_HOME")
+    if env:
+        p = Path(env).expanduser()
+    else:
+        base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        p = Path(base) / "mcemu"
+    p = p.resolve()
+    if create:
+        p.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = p.stat()
+        if st.st_uid == os.getuid() and (st.st_mode & 0o077):
+            os.chmod(p, 0o700)
+    return p
+
+
+def ipc_endpoint(home: Path, name: str) -> str:
+    path = str(home / name)
+    if len(path) > IPC_PATH_MAX:
+        raise OSError(f"MCEMU_HOME path too long for an ipc:// socket ({len(path)} > {IPC_PATH_MAX} chars): {path}")
+    return "ipc://" + path
+
+
+def control_endpoint(home: Path) -> str:
+    return ipc_endpoint(home, "daemon.sock")
+
+
+def events_endpoint(home: Path) -> str:
+    return ipc_endpoint(home, "events.sock")
+
+
+def journal_path(home: Path) -> Path:
+    return home / "journal.db"
+
+
+# ---------------------------------------------------------------- pidfiles
+
+
+def write_pidfile(path: Path, pid: int | None = None) -> None:
+    pid = pid or os.getpid()
+    ct = psutil.Process(pid).create_time()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{pid} {ct!r}\n")
+    os.replace(tmp, path)
+
+
+def read_pidfile(path: Path) -> psutil.Process | None:
+    """The live process a pidfile names, or None (missing file, dead or recycled pid)."""
+    try:
+        pid_s, ct_s = path.read_text().split()
+        pid, ct = int(pid_s), float(ct_s)
+        p = psutil.Process(pid)
+        if abs(p.create_time() - ct) > 0.05 or p.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return p
+    except (OSError, ValueError, psutil.Error):
+        return None
+
+
+def write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def raise_nofile(need: int) -> int:
+    """Raise RLIMIT_NOFILE (soft) to at least ``need`` if the hard limit allows; returns it."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        new = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+        soft = new
+    return soft

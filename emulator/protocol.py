@@ -1,0 +1,273 @@
+"""The mcemu wire protocol: one msgpack map per ZeroMQ frame, versioned and validated.
+
+Every message is a map ``{"v": 1, "type": T, ...fields}``. :func:`decode` refuses (with a
+:class:`ProtocolError` carrying a short code) anything that is not exactly a known message:
+a frame larger than :data:`MAX_FRAME`, bytes that are not msgpack, msgpack ext types, a map
+with a wrong version, an unknown type, a missing field, an unknown field, or a field of the
+wrong type or outside its range. The daemon answers a refused request with an ``error``
+message naming the code and the reason (or drops it when no reply is possible), and carries
+on.
+
+Sockets (see emulator.daemon): the daemon's ROUTER serves nodes and clients, both DEALERs; a
+frame sequence on the ROUTER is ``[routing id, frame]`` and anything with more or fewer
+frames is refused. The PUB socket sends ``[topic, frame]`` with topic ``job``, ``node`` or
+``snapshot``.
+
+Message types
+  node -> daemon:  register, heartbeat, task_started, task_done, bye
+  daemon -> node:  welcome, run, suspend, resume, kill, ack, heartbeat, shutdown, error
+  client -> daemon (each with a request ``id`` echoed in the reply):
+                   submit, cancel, queue, nodes, status, shutdown, ping
+  daemon -> client: ok {id, data}, error {id, code, message}
+  PUB events:      job, node, snapshot
+"""
+from __future__ import annotations
+
+import math
+
+import msgpack
+
+VERSION = 1
+MAX_FRAME = 256 * 1024          # largest request frame the daemon decodes (error reply above)
+MAX_WIRE = 1024 * 1024          # libzmq drops (disconnects) anything larger: zmq.MAXMSGSIZE
+MAX_REPLY = 64 * 1024 * 1024    # replies and events may be large (a full queue listing)
+MAX_STR = 8192
+MAX_LIST = 1 << 16
+MAX_NODE = 1 << 20
+MAX_ID = (1 << 63) - 1
+
+
+class ProtocolError(ValueError):
+    """A refused message; ``code`` is one of: too-large, not-msgpack, not-a-map, version,
+    unknown-type, missing-field, unknown-field, bad-field, frames."""
+
+    def __init__(self, code: str, message: str, req_id=None):
+        super().__init__(message)
+        self.code = code
+        self.req_id = req_id
+
+
+# ---------------------------------------------------------------- field validators
+# Each takes the value and returns it (possibly normalized) or raises ValueError(reason).
+
+
+def _int(lo=0, hi=MAX_ID):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise ValueError(f"must be an integer in [{lo}, {hi}]")
+        return v
+    return check
+
+
+def _num(lo=0.0, hi=1e12):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+            raise ValueError(f"must be a finite number in [{lo:g}, {hi:g}]")
+        return float(v)
+    return check
+
+
+def _str(maxlen=MAX_STR, empty=True):
+    def check(v):
+        if not isinstance(v, str) or len(v) > maxlen or (not empty and not v):
+            raise ValueError(f"must be a {'non-empty ' if not empty else ''}string of at most {maxlen} chars")
+        return v
+    return check
+
+
+def _bool(v):
+    if not isinstance(v, bool):
+        raise ValueError("must be true or false")
+    return v
+
+
+def _opt(check):
+    def c(v):
+        return None if v is None else check(v)
+    return c
+
+
+def _list(item, maxlen=MAX_LIST):
+    def check(v):
+        if not isinstance(v, (list, tuple)) or len(v) > maxlen:
+            raise ValueError(f"must be a list of at most {maxlen} items")
+        return [item(x) for x in v]
+    return check
+
+
+def _record(fields: dict):
+    """A nested map with exactly the given fields (all required)."""
+    def check(v):
+        if not isinstance(v, dict):
+            raise ValueError("must be a map")
+        if set(v) != set(fields):
+            raise ValueError(f"must have exactly the fields {sorted(fields)}")
+        return {k: f(v[k]) for k, f in fields.items()}
+    return check
+
+
+def _usage(v):
+    if not isinstance(v, dict) or len(v) > 32:
+        raise ValueError("must be a map of at most 32 numbers")
+    out = {}
+    for k, x in v.items():
+        if not isinstance(k, str) or len(k) > 64:
+            raise ValueError("keys must be short strings")
+        out[k] = _num(0.0, 1e18)(x)
+    return out
+
+
+def _request(v):
+    """``{"cube": k}``, ``{"shape": [w, h]}`` or ``{"nodes": p}``; checked for type and a
+    sane range here, for fit by the allocator."""
+    if not isinstance(v, dict) or len(v) != 1:
+        raise ValueError('must be {"cube": K}, {"shape": [W, H]} or {"nodes": P}')
+    (k, x), = v.items()
+    if k == "cube":
+        _int(0, 20)(x)
+    elif k == "shape":
+        _list(_int(1, 1 << 16), 2)(x)
+        if len(x) != 2:
+            raise ValueError("shape must be [W, H]")
+        x = list(x)
+    elif k == "nodes":
+        _int(1, MAX_NODE)(x)
+    else:
+        raise ValueError('must be {"cube": K}, {"shape": [W, H]} or {"nodes": P}')
+    return {k: x}
+
+
+def _any(v):
+    return v
+
+
+NODE = _int(0, MAX_NODE)
+JOB = _int(1, MAX_ID)
+ATTEMPT = _int(1, 1 << 20)
+RANK = _int(0, MAX_NODE)
+PID = _int(1, 1 << 31)
+REQ_ID = _int(0, MAX_ID)
+
+_TASK = _record({"job": JOB, "attempt": ATTEMPT, "rank": RANK, "pid": PID})
+_DONE = _record({"job": JOB, "attempt": ATTEMPT, "rank": RANK, "status": _int(-255, 255),
+                 "usage": _usage})
+
+# type -> {field: (validator, required)}
+R, O = True, False
+SCHEMAS: dict[str, dict] = {
+    # node -> daemon
+    "register": {"node": (NODE, R), "pid": (PID, R), "host": (_str(255, False), R),
+                 "tasks": (_list(_TASK), O), "finished": (_list(_DONE), O)},
+    "heartbeat": {"node": (NODE, O)},
+    "task_started": {"node": (NODE, R), "job": (JOB, R), "attempt": (ATTEMPT, R),
+                     "rank": (RANK, R), "pid": (PID, R)},
+    "task_done": {"node": (NODE, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R),
+                  "status": (_int(-255, 255), R), "usage": (_usage, R), "error": (_opt(_str()), O)},
+    "bye": {"node": (NODE, R)},
+    # daemon -> node
+    "welcome": {"node": (NODE, R), "heartbeat": (_num(0.001, 3600), R), "liveness": (_int(1, 1000), R)},
+    "run": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "node": (NODE, R),
+            "nodes": (_list(NODE), R), "runtime_s": (_num(0, 1e9), R), "command": (_opt(_str()), O),
+            "burn": (_bool, O), "name": (_str(255), O)},
+    "suspend": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
+    "resume": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
+    "kill": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
+    "ack": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R)},
+    "shutdown": {"id": (REQ_ID, O)},
+    # client -> daemon
+    "submit": {"id": (REQ_ID, R), "request": (_request, R), "runtime": (_num(1e-9, 1e9), R),
+               "name": (_str(255), O), "command": (_opt(_str()), O), "burn": (_bool, O)},
+    "cancel": {"id": (REQ_ID, R), "job": (JOB, R)},
+    "queue": {"id": (REQ_ID, R), "all": (_bool, O), "jobs": (_list(JOB), O)},
+    "nodes": {"id": (REQ_ID, R)},
+    "status": {"id": (REQ_ID, R)},
+    "ping": {"id": (REQ_ID, R)},
+    # replies
+    "ok": {"id": (REQ_ID, R), "data": (_any, O)},
+    "error": {"id": (_opt(REQ_ID), O), "code": (_str(64), R), "message": (_str(), R)},
+    # PUB events
+    "job": {"job": (JOB, R), "state": (_str(32), R), "t": (_num(), R), "info": (_any, O)},
+    "node": {"node": (NODE, R), "state": (_str(32), R), "t": (_num(), R), "info": (_any, O)},
+    "snapshot": {"t": (_num(), R), "data": (_any, R)},
+}
+
+NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "bye"})
+CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutdown", "ping"})
+TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "kill", "ack", "heartbeat",
+                           "shutdown", "error"})
+EVENT_TOPICS = (b"job", b"node", b"snapshot")
+
+
+def _ext_refused(code, data):
+    raise ValueError("msgpack ext types are not part of the protocol")
+
+
+def encode(type_: str, **fields) -> bytes:
+    """One frame. Fields are validated too, so a bug here fails at the sender."""
+    msg = {"v": VERSION, "type": type_, **fields}
+    validate(msg)
+    return msgpack.packb(msg, use_bin_type=True)
+
+
+def encode_unchecked(type_: str, **fields) -> bytes:
+    """For hot paths whose fields are built by the daemon itself (replies, events)."""
+    return msgpack.packb({"v": VERSION, "type": type_, **fields}, use_bin_type=True)
+
+
+def decode(frame: bytes, max_size: int = MAX_FRAME, allowed: frozenset | None = None) -> dict:
+    """The validated message in ``frame``; raises ProtocolError."""
+    if not isinstance(frame, (bytes, bytearray, memoryview)):
+        raise ProtocolError("not-msgpack", "frame is not bytes")
+    if len(frame) > max_size:
+        raise ProtocolError("too-large", f"frame of {len(frame)} bytes exceeds the limit of {max_size}")
+    try:
+        msg = msgpack.unpackb(
+            frame, raw=False, strict_map_key=True, ext_hook=_ext_refused, use_list=True,
+            max_buffer_size=max_size, max_str_len=max_size, max_bin_len=max_size,
+            max_array_len=MAX_LIST, max_map_len=MAX_LIST, max_ext_len=0,
+        )
+    except Exception as e:  # msgpack raises several exception types, all mean the same
+        raise ProtocolError("not-msgpack", f"frame is not one msgpack object: {type(e).__name__}") from None
+    validate(msg, allowed)
+    return msg
+
+
+def validate(msg, allowed: frozenset | None = None) -> dict:
+    if not isinstance(msg, dict):
+        raise ProtocolError("not-a-map", "a message must be a msgpack map")
+    req_id = msg.get("id")
+    if not (isinstance(req_id, int) and not isinstance(req_id, bool) and 0 <= req_id <= MAX_ID):
+        req_id = None
+    v = msg.get("v")
+    if v != VERSION or isinstance(v, bool):
+        raise ProtocolError("version", f"protocol version {v!r} is not supported; this daemon speaks v{VERSION}", req_id)
+    t = msg.get("type")
+    schema = SCHEMAS.get(t) if isinstance(t, str) else None
+    if schema is None or (allowed is not None and t not in allowed):
+        raise ProtocolError("unknown-type", f"unknown message type {t!r}", req_id)
+    for k in msg:
+        if k not in schema and k not in ("v", "type"):
+            raise ProtocolError("unknown-field", f"{t}: unknown field {k!r}", req_id)
+    for k, (check, required) in schema.items():
+        if k not in msg:
+            if required:
+                raise ProtocolError("missing-field", f"{t}: missing field {k!r}", req_id)
+            continue
+        try:
+            msg[k] = check(msg[k])
+        except ValueError as e:
+            raise ProtocolError("bad-field", f"{t}: field {k!r} {e}", req_id) from None
+    return msg
+
+
+def error_frame(err: ProtocolError | str, message: str = "", req_id=None) -> bytes:
+    if isinstance(err, ProtocolError):
+        code, message, req_id = err.code, str(err), err.req_id if req_id is None else req_id
+    else:
+        code = err
+    return encode_unchecked("error", id=req_id, code=code, message=message[:MAX_STR])
+
+
+__all__ = ["VERSION", "MAX_FRAME", "MAX_WIRE", "ProtocolError", "SCHEMAS", "NODE_TYPES",
+           "CLIENT_TYPES", "TO_NODE_TYPES", "encode", "encode_unchecked", "decode", "validate",
+           "error_frame"]

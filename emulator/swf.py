@@ -1,0 +1,360 @@
+"""The Standard Workload Format (SWF 2.2, Parallel Workloads Archive): read logs, replay them
+as jobs, write simulated schedules.
+
+One job per line, 18 whitespace-separated numeric fields, -1 where unknown; header lines
+start with ``;`` (``; MaxNodes: 128``). Files may be gzipped (recognized by their magic bytes
+on reading, by a ``.gz`` suffix on writing).
+
+Replaying a log (:func:`read_jobs`): a job's submit time is field 2, its size field 5
+(allocated processors) or, when that is unknown, field 8 (requested processors), given as
+``Request.processors(p)`` so that the topology rounds it to a cube or submesh; its run time
+is field 4. Times are divided by ``time_unit`` (seconds per model time unit).
+
+Readings chosen where the format leaves room:
+
+- A run time of 0 is a real job that ran for under a second (the log's resolution); it is
+  kept with ``min_runtime`` seconds (default 0.5, the middle of [0, 1)) and counted in
+  ``clamped`` -- the NASA iPSC/860 log has 173 such jobs and every one of its 18,239 jobs must
+  replay. A run time that is unknown (-1 or negative), an unknown submit time or an unknown
+  size (fields 5 and 8 both <= 0) makes the job unusable: it is skipped and counted by reason
+  in ``skipped``.
+- A job larger than the machine is an error naming the job and its line, not a skip: a trace
+  replayed on the wrong topology should fail loudly.
+- The status field is not used to drop jobs: a failed or cancelled job that ran occupied its
+  processors for its run time all the same.
+- Jobs are returned in submit order (stable for equal submit times), as the simulator needs.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import os
+import re
+from dataclasses import dataclass, fields
+from typing import Iterable, Iterator
+
+from scheduler.jobs import Job
+from scheduler.topology import Request, RequestError, parse_topology
+
+FIELDS = (
+    "job", "submit", "wait", "run", "procs", "cpu", "mem", "req_procs", "req_time", "req_mem",
+    "status", "user", "group", "executable", "queue", "partition", "preceding", "think",
+)
+FIELD_TITLES = (
+    "job number", "submit time", "wait time", "run time", "allocated processors",
+    "average CPU time", "used memory", "requested processors", "requested time",
+    "requested memory", "status", "user id", "group id", "executable number", "queue number",
+    "partition number", "preceding job number", "think time",
+)
+
+
+_HEADER = re.compile(r"\s?([A-Za-z][\w-]*):(.*)$")
+
+
+class SwfError(ValueError):
+    """A malformed SWF file or a job the machine cannot hold; names the file and line."""
+
+
+@dataclass(slots=True)
+class SwfRecord:
+    """One SWF line; -1 means unknown."""
+
+    job: int
+    submit: float = -1
+    wait: float = -1
+    run: float = -1
+    procs: int = -1
+    cpu: float = -1
+    mem: float = -1
+    req_procs: int = -1
+    req_time: float = -1
+    req_mem: float = -1
+    status: int = -1
+    user: int = -1
+    group: int = -1
+    executable: int = -1
+    queue: int = -1
+    partition: int = -1
+    preceding: int = -1
+    think: float = -1
+
+    def values(self) -> tuple:
+        return tuple(getattr(self, f) for f in FIELDS)
+
+    def line(self) -> str:
+        return " ".join(_fmt(v) for v in self.values())
+
+
+assert tuple(f.name for f in fields(SwfRecord)) == FIELDS
+
+
+@dataclass
+class SwfLog:
+    """A parsed file: ``header`` maps keys of ``; Key: value`` lines to their text (repeated
+    keys and continuation lines are joined with newlines), ``comments`` keeps every header
+    line verbatim (without the ``;``), ``records`` the jobs with their line numbers."""
+
+    header: dict
+    comments: list
+    records: list  # list[SwfRecord]
+    lines: list  # line number of each record
+
+    def _int(self, key: str) -> int | None:
+        v = self.header.get(key)
+        try:
+            return int(v.split()[0]) if v else None
+        except ValueError:
+            return None
+
+    @property
+    def max_nodes(self) -> int | None:
+        return self._int("MaxNodes")
+
+    @property
+    def max_procs(self) -> int | None:
+        return self._int("MaxProcs")
+
+
+class JobList(list):
+    """The jobs of a replayed log (a plain ``list[Job]``) plus what the replay had to do:
+    ``clamped`` (job numbers whose run time 0 became ``min_runtime``), ``skipped`` (reason ->
+    job numbers of unusable jobs), the file's ``header``, ``time_unit``."""
+
+    def __init__(self, jobs=(), *, header=None, clamped=None, skipped=None, time_unit=1.0, path=None):
+        super().__init__(jobs)
+        self.header = header or {}
+        self.clamped = clamped or []
+        self.skipped = skipped or {}
+        self.time_unit = time_unit
+        self.path = path
+
+    @property
+    def skipped_count(self) -> int:
+        return sum(len(v) for v in self.skipped.values())
+
+    def summary(self) -> dict:
+        return {"path": self.path, "jobs": len(self), "clamped_zero_runtime": len(self.clamped),
+                "skipped": {k: len(v) for k, v in self.skipped.items()}, "time_unit": self.time_unit}
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _open_text(path) -> io.TextIOBase:
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, "r", encoding="utf-8", errors="replace")
+
+
+def _number(tok: str):
+    try:
+        return int(tok)
+    except ValueError:
+        v = float(tok)  # ValueError for junk, caught by the caller
+        if not math.isfinite(v):
+            raise ValueError(tok)
+        return int(v) if v.is_integer() and abs(v) < 2**53 else v
+
+
+def _parse_line(text: str, path, lineno: int) -> SwfRecord:
+    toks = text.split()
+    if len(toks) != 18:
+        raise SwfError(f"{path}:{lineno}: an SWF job line needs 18 fields, found {len(toks)}: {text.strip()[:80]!r}")
+    vals = []
+    for i, tok in enumerate(toks):
+        try:
+            vals.append(_number(tok))
+        except ValueError:
+            raise SwfError(f"{path}:{lineno}: field {i + 1} ({FIELD_TITLES[i]}) is not a number: {tok!r}") from None
+    for i in (0, 4, 7, 10, 11, 12, 13, 14, 15, 16):
+        if not isinstance(vals[i], int):
+            raise SwfError(f"{path}:{lineno}: field {i + 1} ({FIELD_TITLES[i]}) must be an integer, got {toks[i]!r}")
+    return SwfRecord(*vals)
+
+
+def iter_swf(path) -> Iterator[tuple[int, str | SwfRecord]]:
+    """Yield ``(line number, header text)`` for comment lines and ``(line number, record)``
+    for job lines; blank lines are ignored. Malformed lines raise :class:`SwfError`."""
+    with _open_text(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            s = raw.strip()
+            if not s:
+                continue
+            if s.startswith(";"):
+                yield lineno, s[1:]
+            else:
+                yield lineno, _parse_line(s, path, lineno)
+
+
+def read_swf(path) -> SwfLog:
+    header: dict = {}
+    comments, records, lines = [], [], []
+    last_key = None
+    for lineno, item in iter_swf(path):
+        if isinstance(item, str):
+            comments.append(item)
+            indent = len(item) - len(item.lstrip())
+            m = _HEADER.match(item) if indent <= 1 else None
+            if m:
+                key, value = m.group(1), m.group(2).strip()
+                header[key] = f"{header[key]}\n{value}" if key in header else value
+                last_key = key
+            elif indent > 1 and last_key is not None and item.strip():
+                header[last_key] = f"{header[last_key]}\n{item.strip()}"  # continuation line
+            else:
+                last_key = None
+        else:
+            records.append(item)
+            lines.append(lineno)
+    return SwfLog(header, comments, records, lines)
+
+
+def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.5) -> JobList:
+    """The jobs of an SWF log for replay on ``topology`` (see the module docstring)."""
+    topo = parse_topology(topology)
+    if isinstance(time_unit, bool) or not isinstance(time_unit, (int, float)) or not math.isfinite(time_unit) or time_unit <= 0:
+        raise SwfError(f"time unit must be a number of seconds > 0, got {time_unit!r}")
+    if isinstance(min_runtime, bool) or not isinstance(min_runtime, (int, float)) or not math.isfinite(min_runtime) or min_runtime <= 0:
+        raise SwfError(f"min_runtime must be a number of seconds > 0, got {min_runtime!r}")
+    log = read_swf(path)
+    skipped: dict[str, list] = {}
+    clamped: list = []
+    seen: dict[int, int] = {}
+    jobs = []
+    for rec, lineno in zip(log.records, log.lines):
+        if rec.job in seen:
+            raise SwfError(f"{path}:{lineno}: job number {rec.job} repeats (first on line {seen[rec.job]})")
+        seen[rec.job] = lineno
+        p = rec.procs if rec.procs > 0 else rec.req_procs
+        if rec.submit < 0:
+            skipped.setdefault("unknown submit time", []).append(rec.job)
+            continue
+        if rec.run < 0:
+            skipped.setdefault("unknown run time", []).append(rec.job)
+            continue
+        if p <= 0:
+            skipped.setdefault("unknown size", []).append(rec.job)
+            continue
+        if p > topo.size:
+            raise SwfError(f"{path}:{lineno}: job {rec.job} asks for {p} processors; {topo} has {topo.size}")
+        req = Request.processors(int(p))
+        try:
+            topo.normalize(req)
+        except RequestError as e:
+            raise SwfError(f"{path}:{lineno}: job {rec.job} cannot run on {topo}: {e}") from None
+        run = rec.run
+        if run == 0:
+            run = min_runtime
+            clamped.append(rec.job)
+        meta = {"swf_line": lineno}
+        if rec.user >= 0:
+            meta["user"] = rec.user
+        if rec.req_time > 0:
+            meta["requested_time"] = rec.req_time / time_unit
+        jobs.append(Job(rec.job, rec.submit / time_unit, req, run / time_unit, meta=meta))
+    jobs.sort(key=lambda j: j.submit)  # stable: equal submit times keep file order
+    return JobList(jobs, header=log.header, clamped=clamped, skipped=skipped, time_unit=time_unit,
+                   path=os.fspath(path))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        v = int(v)
+    if isinstance(v, int):
+        return str(v)
+    v = float(v)
+    if v.is_integer() and abs(v) < 2**53:
+        return str(int(v))
+    return repr(v)  # shortest text that reads back to the same float
+
+
+def to_record(item, *, time_unit: float = 1.0, index: int = 0) -> SwfRecord:
+    """An :class:`SwfRecord` from what a run produces: an SwfRecord, a mapping of field names,
+    a simulator job record (``id, submit, start, end, asked, given``: wait, run, allocated and
+    requested processors filled in), or a :class:`Job` (not yet run: wait unknown)."""
+    u = time_unit
+    if isinstance(item, SwfRecord):
+        return item
+    if isinstance(item, dict):
+        bad = set(item) - set(FIELDS)
+        if bad:
+            raise SwfError(f"unknown SWF field(s) {sorted(bad)}; fields are {', '.join(FIELDS)}")
+        return SwfRecord(**item)
+    jid = getattr(item, "id", index)
+    jnum = jid if isinstance(jid, int) and not isinstance(jid, bool) else index
+    if isinstance(item, Job):
+        p = item.request.processors_needed
+        return SwfRecord(jnum, item.submit * u, -1, item.runtime * u, p, req_procs=p, status=-1)
+    try:
+        submit, start, end, given, asked = item.submit, item.start, item.end, item.given, item.asked
+    except AttributeError:
+        raise SwfError(f"cannot write {item!r} as an SWF line: give an SwfRecord, a dict of "
+                       f"fields, a simulator record or a Job") from None
+    return SwfRecord(jnum, submit * u, (start - submit) * u, (end - start) * u, given,
+                     req_procs=asked, status=1)
+
+
+def write_swf(path, records: Iterable, header: dict | Iterable[str] | None = None, *,
+              time_unit: float = 1.0, integer_times: bool = False) -> int:
+    """Write one SWF line per record (see :func:`to_record`), in submit order, after the
+    header (a mapping written as ``; Key: value`` lines, or ready-made comment lines).
+    Times are model units x ``time_unit`` seconds; ``integer_times`` rounds them to whole
+    seconds for tools that want integers. A ``.gz`` path is gzipped. Returns the job count."""
+    if isinstance(time_unit, bool) or not isinstance(time_unit, (int, float)) or not math.isfinite(time_unit) or time_unit <= 0:
+        raise SwfError(f"time unit must be a number of seconds > 0, got {time_unit!r}")
+    recs = [to_record(r, time_unit=time_unit, index=i + 1) for i, r in enumerate(records)]
+    if integer_times:
+        for r in recs:
+            for f in ("submit", "wait", "run", "req_time", "think", "cpu"):
+                v = getattr(r, f)
+                if v != -1:
+                    setattr(r, f, int(round(v)))
+    recs.sort(key=lambda r: r.submit)
+    out = []
+    if header is None:
+        header = {}
+    if isinstance(header, dict):
+        h = {"Version": "2.2", **{str(k): v for k, v in header.items()}}
+        for k, v in h.items():
+            first, *rest = str(v).split("\n")
+            out.append(f"; {k}: {first}")
+            out.extend(f";{' ' * (len(k) + 3)}{line}" for line in rest)
+    else:
+        out.extend(line if line.startswith(";") else f";{line}" for line in header)
+    out.extend(r.line() for r in recs)
+    text = "\n".join(out) + "\n"
+    p = os.fspath(path)
+    tmp = p + ".part"
+    if p.endswith(".gz"):
+        with gzip.open(tmp, "wt", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+    os.replace(tmp, p)  # a half-written log never takes the place of a good one
+    return len(recs)
+
+
+def write_schedule(path, records: Iterable, *, topology=None, time_unit: float = 1.0,
+                   note: str | None = None, integer_times: bool = False) -> int:
+    """Write a simulated schedule (the simulator's job records) with a header naming the
+    machine (``MaxNodes``/``MaxProcs`` from ``topology``), the time unit and ``note``."""
+    header: dict = {"Computer": "mcemu"}
+    if topology is not None:
+        topo = parse_topology(topology)
+        header.update({"Installation": str(topo), "MaxNodes": topo.size, "MaxProcs": topo.size})
+    header["TimeUnit"] = f"{time_unit:g} seconds per model time unit"
+    if note:
+        header["Note"] = note
+    return write_swf(path, records, header, time_unit=time_unit, integer_times=integer_times)
+
+
+__all__ = ["SwfRecord", "SwfLog", "SwfError", "JobList", "FIELDS", "read_swf", "iter_swf",
+           "read_jobs", "write_swf", "write_schedule", "to_record"]

@@ -1,0 +1,348 @@
+"""The node agent: one OS process that plays one processor.
+
+It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4):
+
+* on (re)connection it sends ``register`` (node id, pid, host, the tasks still alive and
+  the results the daemon has not acknowledged) and waits for ``welcome``;
+* any message counts as a heartbeat; it sends a ``heartbeat`` when it has sent nothing for
+  one interval; when nothing has come from the daemon for ``liveness`` intervals it closes
+  the socket, waits (backoff doubling up to ``max_backoff``), opens a new one and registers
+  again, so a restarted daemon gets every node back with its tasks;
+* each ``run`` starts one task as a child process in its own session: a synthetic task
+  (sleep for ``runtime_s``, or burn CPU with ``burn``) or ``/bin/sh -c COMMAND`` with
+  MCEMU_JOB_ID, MCEMU_NODE, MCEMU_NODES (comma-separated) and MCEMU_RANK in its environment;
+  a task is identified by (job, attempt) and a ``run`` for a task it has already started is
+  ignored, so the daemon may re-send safely;
+* a finished task is reported with ``task_done`` (exit status, or -signal; resource usage
+  from ``wait4``: user/system CPU seconds, max RSS, wall seconds) and re-reported until the
+  daemon sends ``ack``;
+* ``suspend`` / ``resume`` / ``kill`` send SIGSTOP / SIGCONT / SIGKILL to the task's process
+  group; ``shutdown``, SIGTERM, or the death of the parent launcher kill every task and end
+  the agent. Tasks get PR_SET_PDEATHSIG, so even a SIGKILLed agent leaves no task behind
+  (a real command's own grandchildren are the command's business).
+
+Child exits wake the poll loop through a SIGCHLD wakeup pipe, so a task's end is reported
+within milliseconds (the live-vs-simulator agreement depends on it).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import sys
+import time
+from collections import deque
+
+import zmq
+
+from emulator import protocol as P
+
+PR_SET_PDEATHSIG = 1
+try:
+    _libc = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - not Linux
+    _libc = None
+
+
+def set_pdeathsig(sig: int) -> None:
+    """Ask the kernel to send ``sig`` to this process when its parent dies (Linux)."""
+    if _libc is not None and sys.platform.startswith("linux"):
+        _libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+class Task:
+    __slots__ = ("job", "attempt", "rank", "pid", "started", "stopped")
+
+    def __init__(self, job, attempt, rank, pid):
+        self.job, self.attempt, self.rank, self.pid = job, attempt, rank, pid
+        self.started = time.monotonic()
+        self.stopped = False
+
+
+class Agent:
+    def __init__(self, node: int, endpoint: str, heartbeat: float = 0.2, liveness: int = 3,
+                 max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None):
+        self.node, self.endpoint = node, endpoint
+        self.hb, self.liveness, self.max_backoff = heartbeat, liveness, max_backoff
+        self.parent_pid = parent_pid
+        self.output_dir = output_dir
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.tasks: dict[tuple, Task] = {}
+        self.by_pid: dict[int, Task] = {}
+        self.unacked: dict[tuple, dict] = {}   # (job, attempt) -> finished record
+        self.recent = deque(maxlen=10000)      # keys already run: a re-sent run is ignored
+        self.recent_set: set = set()
+        self.stopping = False
+        self.registered = False
+
+    # ------------------------------------------------------------------ socket
+
+    def _open(self):
+        s = self.ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.setsockopt(zmq.RECONNECT_IVL, 100)
+        s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        s.connect(self.endpoint)
+        self.sock = s
+        self.registered = False
+        self._send("register", node=self.node, pid=self.pid, host=self.host,
+                   tasks=[{"job": t.job, "attempt": t.attempt, "rank": t.rank, "pid": t.pid}
+                          for t in self.tasks.values()],
+                   finished=list(self.unacked.values()))
+        self.last_recv = time.monotonic()
+
+    def _send(self, type_, **fields):
+        try:
+            self.sock.send(P.encode_unchecked(type_, **fields), flags=zmq.NOBLOCK)
+        except zmq.ZMQError:
+            pass  # queue full or no peer: liveness takes over
+        self.last_send = time.monotonic()
+
+    # ------------------------------------------------------------------ tasks
+
+    def _spawn(self, m) -> int:
+        key = (m["job"], m["attempt"])
+        env = dict(os.environ)
+        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.node), MCEMU_RANK=str(m["rank"]),
+                   MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
+                   MCEMU_JOB_NAME=m.get("name", ""))
+        out = None
+        if m.get("command") and self.output_dir:
+            out = os.path.join(self.output_dir, f"job{key[0]}.{m['rank']}.out")
+        agent_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the task: touch nothing of the agent (no zmq), leave with _exit
+            try:
+                os.setsid()
+                set_pdeathsig(signal.SIGKILL)
+                if os.getppid() != agent_pid:
+                    os._exit(137)
+                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
+                    signal.signal(s, signal.SIG_DFL)
+                signal.set_wakeup_fd(-1)
+                if m.get("command"):
+                    fd = os.open(out or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    nul = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(nul, 0)
+                    os.dup2(fd, 1)
+                    os.dup2(fd, 2)
+                    os.closerange(3, 65536)
+                    os.execve("/bin/sh", ["/bin/sh", "-c", m["command"]], env)
+                deadline = time.monotonic() + m["runtime_s"]
+                if m.get("burn"):
+                    x = 0
+                    while time.monotonic() < deadline:
+                        for _ in range(10000):
+                            x += 1
+                else:
+                    while (left := deadline - time.monotonic()) > 0:
+                        time.sleep(left)
+                os._exit(0)
+            except BaseException:
+                os._exit(127)
+        return pid
+
+    def on_run(self, m):
+        key = (m["job"], m["attempt"])
+        if key in self.tasks or key in self.unacked or key in self.recent_set:
+            return
+        if m["node"] != self.node:
+            return
+        try:
+            pid = self._spawn(m)
+        except OSError as e:
+            rec = {"job": m["job"], "attempt": m["attempt"], "rank": m["rank"], "status": 127, "usage": {}}
+            self._remember(key)
+            self.unacked[key] = rec
+            self._send("task_done", node=self.node, error=f"cannot start task: {e}", **rec)
+            return
+        t = Task(m["job"], m["attempt"], m["rank"], pid)
+        self.tasks[key] = t
+        self.by_pid[pid] = t
+        self._remember(key)
+        self._send("task_started", node=self.node, job=t.job, attempt=t.attempt, rank=t.rank, pid=pid)
+
+    def _remember(self, key):
+        if len(self.recent) == self.recent.maxlen:
+            self.recent_set.discard(self.recent[0])
+        self.recent.append(key)
+        self.recent_set.add(key)
+
+    def _signal(self, m, sig):
+        for key, t in list(self.tasks.items()):
+            if key[0] == m["job"] and (m.get("attempt") is None or m["attempt"] == key[1]):
+                try:
+                    os.killpg(t.pid, sig)
+                except ProcessLookupError:
+                    pass
+                t.stopped = sig == signal.SIGSTOP
+
+    def reap(self):
+        while self.by_pid:
+            try:
+                pid, status, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            t = self.by_pid.pop(pid, None)
+            if t is None:
+                continue
+            key = (t.job, t.attempt)
+            self.tasks.pop(key, None)
+            code = os.waitstatus_to_exitcode(status)
+            usage = {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
+                     "wall": time.monotonic() - t.started}
+            rec = {"job": t.job, "attempt": t.attempt, "rank": t.rank, "status": max(-255, min(255, code)),
+                   "usage": usage}
+            self.unacked[key] = rec
+            self._send("task_done", node=self.node, **rec)
+
+    def kill_all(self):
+        for t in list(self.tasks.values()):
+            try:
+                os.killpg(t.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 5
+        while self.by_pid and time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, 0)
+                self.by_pid.pop(pid, None)
+            except ChildProcessError:
+                break
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> int:
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        os.set_blocking(wfd, False)
+        signal.set_wakeup_fd(wfd)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGINT, self._on_term)
+        self.ctx = zmq.Context(io_threads=1)
+        self.ctx.setsockopt(zmq.LINGER, 0)
+        self._open()
+        backoff = self.hb
+        reconnect_at = None
+        handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
+                    "suspend": lambda m: self._signal(m, signal.SIGSTOP),
+                    "resume": lambda m: self._signal(m, signal.SIGCONT)}
+        try:
+            while not self.stopping:
+                now = time.monotonic()
+                if reconnect_at is not None:
+                    timeout = reconnect_at - now
+                else:
+                    timeout = min(self.last_send + self.hb, self.last_recv + self.hb * self.liveness) - now
+                poller = zmq.Poller()
+                if reconnect_at is None:
+                    poller.register(self.sock, zmq.POLLIN)
+                poller.register(rfd, zmq.POLLIN)
+                ready = dict(poller.poll(max(0.0, timeout) * 1000 + 1))
+                if rfd in ready:
+                    try:
+                        while os.read(rfd, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                    break  # the launcher is gone
+                if self.stopping:
+                    break
+                if reconnect_at is None:
+                    self.reap()
+                    if ready.get(self.sock):
+                        while True:
+                            try:
+                                frame = self.sock.recv(flags=zmq.NOBLOCK)
+                            except zmq.Again:
+                                break
+                            self.last_recv = time.monotonic()
+                            try:
+                                m = P.decode(frame, max_size=P.MAX_WIRE, allowed=P.TO_NODE_TYPES)
+                            except P.ProtocolError:
+                                continue
+                            t = m["type"]
+                            if t == "welcome":
+                                self.registered, backoff = True, self.hb
+                            elif t == "ack":
+                                self.unacked.pop((m["job"], m["attempt"]), None)
+                            elif t == "shutdown":
+                                self.stopping = True
+                                break
+                            elif t == "error" and m["code"] == "unregistered":
+                                self._send("register", node=self.node, pid=self.pid, host=self.host,
+                                           tasks=[{"job": x.job, "attempt": x.attempt, "rank": x.rank, "pid": x.pid}
+                                                  for x in self.tasks.values()],
+                                           finished=list(self.unacked.values()))
+                            elif t in handlers:
+                                handlers[t](m)
+                    now = time.monotonic()
+                    if now - self.last_recv > self.hb * self.liveness:
+                        self.sock.close(linger=0)  # Paranoid Pirate: the daemon is gone
+                        reconnect_at = now + backoff
+                        backoff = min(backoff * 2, self.max_backoff)
+                    elif now - self.last_send >= self.hb:
+                        self._send("heartbeat", node=self.node)
+                else:
+                    self.reap_buffered()
+                    if time.monotonic() >= reconnect_at:
+                        reconnect_at = None
+                        self._open()
+        finally:
+            self.kill_all()
+            if reconnect_at is None and self.registered:
+                self._send("bye", node=self.node)
+                self.sock.close(linger=200)
+            elif reconnect_at is None:
+                self.sock.close(linger=0)
+            self.ctx.term()
+        return 0
+
+    def reap_buffered(self):
+        """While disconnected, finished tasks are recorded and reported on registration."""
+        while self.by_pid:
+            try:
+                pid, status, ru = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            t = self.by_pid.pop(pid, None)
+            if t is None:
+                continue
+            self.tasks.pop((t.job, t.attempt), None)
+            self.unacked[(t.job, t.attempt)] = {
+                "job": t.job, "attempt": t.attempt, "rank": t.rank,
+                "status": max(-255, min(255, os.waitstatus_to_exitcode(status))),
+                "usage": {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
+                          "wall": time.monotonic() - t.started}}
+
+    def _on_term(self, *_):
+        self.stopping = True
+
+
+def run_node(node: int, endpoint: str, **kw) -> int:
+    return Agent(node, endpoint, **kw).run()
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="mcemu-node", description="one mcemu node agent")
+    ap.add_argument("--connect", required=True, help="daemon endpoint, e.g. tcp://HOST:PORT or ipc://PATH")
+    ap.add_argument("--id", type=int, required=True, help="node id in the topology")
+    ap.add_argument("--heartbeat", type=float, default=0.2)
+    ap.add_argument("--liveness", type=int, default=3)
+    ap.add_argument("--output-dir")
+    a = ap.parse_args(argv)
+    return run_node(a.id, a.connect, heartbeat=a.heartbeat, liveness=a.liveness, output_dir=a.output_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Quarantine: an allocator wrapper that never hands out a node that is down.
+
+The live daemon marks a node down when it misses its heartbeats; the allocators (written per
+paper, knowing nothing of failures) must then never place a job on it. This wrapper sits
+between the discipline (or size reduction) and the allocator. ``allocate`` asks the inner
+allocator; an allocation that contains a down node is *held* (kept allocated, so that the
+inner allocator offers something else) and the inner allocator is asked again, until it
+returns a healthy allocation or nothing. At the end of the call every hold is released again,
+in reverse order, so the inner allocator is left exactly as if only the healthy allocation
+(if any) had been made.
+
+Why per-call holds and not holds kept until the node comes back: a held block may be far
+larger than the down node (a buddy system asked for the whole machine holds all of it), and
+keeping it would starve smaller jobs that fit around the down node. Re-holding at each call
+costs at most one extra allocate/release per block that contains a down node. Determinism is
+kept: the result depends only on the inner allocator's state and the down set, which is what
+the daemon's journal replays.
+
+Pure: no I/O, no clock. ``mark_down`` / ``mark_up`` change the down set; the driver then
+calls the discipline's ``tick`` so that nodes that came back are used.
+"""
+from __future__ import annotations
+
+from scheduler.allocators.base import Allocation, Allocator
+
+
+class Quarantine:
+    """Wraps an allocator; everything except ``allocate`` is the inner allocator's."""
+
+    def __init__(self, inner: Allocator, down=()):
+        self.inner = inner
+        self.down: set[int] = set(down)
+
+    def __getattr__(self, name):
+        # Only called for attributes not found here: the inner allocator's API (normalize,
+        # release, free_count, live, topology, kinds, ...), whatever the allocator adds.
+        return getattr(self.inner, name)
+
+    def mark_down(self, node: int) -> None:
+        self.inner.topology.check_node(node)
+        self.down.add(node)
+
+    def mark_up(self, node: int) -> None:
+        self.inner.topology.check_node(node)
+        self.down.discard(node)
+
+    @property
+    def usable_count(self) -> int:
+        """Free nodes that are not down (free_count itself is the inner allocator's)."""
+        free_down = sum(1 for n in self.down if n in self.inner.free_nodes()) if self.down else 0
+        return self.inner.free_count - free_down
+
+    def allocate(self, request) -> Allocation | None:
+        if not self.down:
+            return self.inner.allocate(request)
+        held: list[Allocation] = []
+        try:
+            while True:
+                a = self.inner.allocate(request)
+                if a is None or self.down.isdisjoint(a.nodes):
+                    return a
+                held.append(a)
+        finally:
+            for h in reversed(held):
+                self.inner.release(h)
+
+    def release(self, allocation: Allocation) -> None:
+        self.inner.release(allocation)
+
+    def __repr__(self) -> str:
+        return f"Quarantine({self.inner!r}, down={sorted(self.down)})"
+
+
+def wrap(allocator: Allocator, down=()) -> Quarantine:
+    return Quarantine(allocator, down)
+
+
+__all__ = ["Quarantine", "wrap"]

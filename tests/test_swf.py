@@ -1,0 +1,238 @@
+"""Standard Workload Format: parsing, replay as jobs, writing simulated schedules."""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from emulator.swf import SwfError, SwfRecord, read_jobs, read_swf, write_swf
+from emulator.workloads import generate
+from scheduler.jobs import Job
+from scheduler.topology import Request, parse_topology
+
+TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+NASA = TRACES / "NASA-iPSC-1993-3.1-cln.swf.gz"
+needs_nasa = pytest.mark.skipif(not NASA.exists(), reason=f"the NASA iPSC/860 log is not at {NASA}")
+
+
+def line(*vals):
+    vals = list(vals) + [-1] * (18 - len(vals))
+    return " ".join(str(v) for v in vals)
+
+
+def write(tmp_path, text, name="t.swf"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# --------------------------------------------------------------------------- the real log
+
+
+@needs_nasa
+def test_nasa_log_replays_every_job_on_a_7_cube():
+    jobs = read_jobs(NASA, "hypercube:7")
+    assert len(jobs) == 18_239
+    assert jobs.skipped_count == 0
+    assert len(jobs.clamped) == 173  # run time 0 in the log: kept, not dropped
+    topo = parse_topology("hypercube:7")
+    sizes = set()
+    for j in jobs:
+        p = j.request.processors_needed
+        assert j.request.kind == "processors" and p & (p - 1) == 0
+        assert topo.normalize(j.request).processors_needed == p
+        assert j.runtime > 0
+        sizes.add(p)
+    assert sizes == {1, 2, 4, 8, 16, 32, 64, 128}
+    assert all(a.submit <= b.submit for a, b in zip(jobs, jobs[1:]))
+    assert len({j.id for j in jobs}) == len(jobs)
+    first = jobs[0]
+    assert (first.id, first.submit, first.request.processors_needed, first.runtime) == (1, 0.0, 128, 1451.0)
+    assert jobs.header["MaxNodes"] == "128"
+
+
+@needs_nasa
+def test_nasa_header():
+    log = read_swf(NASA)
+    assert (log.max_nodes, log.max_procs) == (128, 128)
+    assert log.header["Computer"] == "Intel iPSC/860"
+    assert log.header["Information"].splitlines() == [
+        "http://www.nas.nasa.gov/", "http://www.cs.huji.ac.il/labs/parallel/workload/"]
+    assert "start times" in log.header["Note"]
+    assert len(log.records) == 18_239
+
+
+@needs_nasa
+def test_nasa_log_on_a_smaller_cube_names_the_job():
+    with pytest.raises(SwfError, match=r"job 1 asks for 128 processors; hypercube:6 has 64"):
+        read_jobs(NASA, "hypercube:6")
+
+
+@needs_nasa
+def test_nasa_time_unit():
+    jobs = read_jobs(NASA, "hypercube:7", time_unit=60.0)
+    assert jobs[0].runtime == pytest.approx(1451 / 60)
+    assert jobs[1].submit == pytest.approx(1460 / 60)
+    z = next(j for j in jobs if j.id == jobs.clamped[0])
+    assert z.runtime == pytest.approx(0.5 / 60)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def test_fields_run_time_and_sizes(tmp_path):
+    p = write(tmp_path, "\n".join([
+        "; MaxProcs: 32",
+        line(1, 0, -1, 100, 8),
+        line(2, 5, -1, 0, 4),             # run time 0: clamped
+        line(3, 6, -1, 50, -1, -1, -1, 16),  # no allocated count: field 8
+        line(4, 7, -1, -1, 2),            # unknown run time: skipped
+        line(5, 8, -1, 10, -1),           # unknown size: skipped
+        line(6, -1, -1, 10, 2),           # unknown submit: skipped
+        "",
+    ]))
+    jobs = read_jobs(p, "mesh:8x4", min_runtime=2.0)
+    assert [(j.id, j.submit, j.request, j.runtime) for j in jobs] == [
+        (1, 0, Request.processors(8), 100),
+        (2, 5, Request.processors(4), 2.0),
+        (3, 6, Request.processors(16), 50),
+    ]
+    assert jobs.clamped == [2]
+    assert jobs.skipped == {"unknown run time": [4], "unknown size": [5], "unknown submit time": [6]}
+    assert jobs.summary()["skipped"] == {"unknown run time": 1, "unknown size": 1, "unknown submit time": 1}
+
+
+def test_unsorted_submits_are_sorted_stably(tmp_path):
+    p = write(tmp_path, "\n".join([line(1, 10, -1, 5, 1), line(2, 3, -1, 5, 1), line(3, 10, -1, 5, 1)]))
+    assert [j.id for j in read_jobs(p, "hypercube:2")] == [2, 1, 3]
+
+
+@pytest.mark.parametrize("bad,match", [
+    (line(2, 5, -1, 10)[:-3], r"t\.swf:3: an SWF job line needs 18 fields, found 17"),
+    (line(2, 5, -1, "ten", 4), r"t\.swf:3: field 4 \(run time\) is not a number: 'ten'"),
+    (line(2, 5, -1, 10, 4.5), r"t\.swf:3: field 5 \(allocated processors\) must be an integer"),
+])
+def test_malformed_line_names_its_line(tmp_path, bad, match):
+    p = write(tmp_path, "; Version: 2.2\n" + line(1, 0, -1, 10, 4) + "\n" + bad + "\n")
+    with pytest.raises(SwfError, match=match):
+        read_swf(p)
+    with pytest.raises(SwfError, match=match):
+        read_jobs(p, "hypercube:4")
+
+
+def test_job_larger_than_the_machine_is_named(tmp_path):
+    p = write(tmp_path, "\n".join([line(1, 0, -1, 10, 4), line(77, 1, -1, 10, 33)]))
+    with pytest.raises(SwfError, match=r":2: job 77 asks for 33 processors; mesh:8x4 has 32"):
+        read_jobs(p, "mesh:8x4")
+    assert len(read_jobs(p, "hypercube:6")) == 2
+
+
+def test_duplicate_job_number(tmp_path):
+    p = write(tmp_path, "\n".join([line(1, 0, -1, 10, 4), line(1, 1, -1, 10, 4)]))
+    with pytest.raises(SwfError, match="job number 1 repeats"):
+        read_jobs(p, "hypercube:4")
+
+
+def test_gzip_is_recognized_by_magic(tmp_path):
+    p = tmp_path / "log.txt"  # no .gz suffix
+    with gzip.open(p, "wt") as f:
+        f.write("; MaxNodes: 16\n" + line(1, 0, -1, 10, 4) + "\n")
+    log = read_swf(p)
+    assert log.max_nodes == 16 and log.records == [SwfRecord(1, 0, -1, 10, 4)]
+
+
+def test_bad_options(tmp_path):
+    p = write(tmp_path, line(1, 0, -1, 10, 4))
+    with pytest.raises(SwfError):
+        read_jobs(p, "hypercube:4", time_unit=0)
+    with pytest.raises(SwfError):
+        read_jobs(p, "hypercube:4", min_runtime=-1)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@pytest.mark.parametrize("name", ["out.swf", "out.swf.gz"])
+def test_round_trip_generated_jobs(tmp_path, name):
+    jobs = list(generate("mesh:16x16", 0.7, "processors", "hyperexp", seed=3, jobs=2000))
+    p = tmp_path / name
+    assert write_swf(p, jobs, {"MaxProcs": 256, "Note": "generated\nby a test"}) == 2000
+    if name.endswith(".gz"):
+        assert p.read_bytes()[:2] == b"\x1f\x8b"
+    back = read_jobs(p, "mesh:16x16")
+    assert [(j.id, j.submit, j.request, j.runtime) for j in back] == \
+           [(j.id, j.submit, j.request, j.runtime) for j in jobs]
+    assert back.header["MaxProcs"] == "256"
+    assert back.header["Note"] == "generated\nby a test"
+    assert back.header["Version"] == "2.2"
+
+
+def test_round_trip_cube_jobs_keep_their_size(tmp_path):
+    jobs = list(generate("hypercube:6", 0.5, "normal", "uniform", seed=1, jobs=300))
+    p = tmp_path / "c.swf"
+    write_swf(p, jobs)
+    topo = parse_topology("hypercube:6")
+    back = read_jobs(p, topo)
+    assert [topo.normalize(j.request) for j in back] == [j.request for j in jobs]
+
+
+def test_write_simulated_schedule_fills_wait_and_run(tmp_path):
+    recs = [
+        SimpleNamespace(id=2, submit=4.0, start=9.5, end=12.0, asked=8, given=4, folds=1, runtime=1.25),
+        SimpleNamespace(id=1, submit=0.0, start=0.0, end=3.0, asked=4, given=4, folds=0, runtime=3.0),
+    ]
+    p = tmp_path / "sched.swf"
+    write_swf(p, recs, {"MaxNodes": 16}, time_unit=2.0)
+    log = read_swf(p)
+    assert [r.job for r in log.records] == [1, 2]  # submit order
+    r = log.records[1]
+    assert (r.submit, r.wait, r.run, r.procs, r.req_procs, r.status) == (8, 11, 5, 4, 8, 1)
+    assert (r.cpu, r.user, r.think) == (-1, -1, -1)
+    text = p.read_text().splitlines()
+    assert text[0] == "; Version: 2.2" and text[1] == "; MaxNodes: 16"
+    assert all(len(t.split()) == 18 for t in text if not t.startswith(";"))
+    # replaying the schedule runs each job as it ran: on the processors it got
+    back = read_jobs(p, "hypercube:4", time_unit=2.0)
+    assert [(j.id, j.submit, j.runtime, j.request.processors_needed) for j in back] == \
+           [(1, 0.0, 3.0, 4), (2, 4.0, 2.5, 4)]
+
+
+def test_write_integer_times(tmp_path):
+    p = tmp_path / "i.swf"
+    write_swf(p, [Job(1, 0.4, Request.cube(2), 2.6)], integer_times=True)
+    assert read_swf(p).records[0].values()[:5] == (1, 0, -1, 3, 4)
+
+
+def test_failed_write_leaves_the_old_file(tmp_path):
+    p = tmp_path / "keep.swf"
+    write_swf(p, [SwfRecord(1, 0, -1, 10, 4)])
+    before = p.read_text()
+    with pytest.raises(SwfError, match="cannot write"):
+        write_swf(p, [SwfRecord(2, 0, -1, 10, 4), object()])
+    with pytest.raises(SwfError, match="unknown SWF field"):
+        write_swf(p, [{"job": 1, "runtime": 3}])
+    assert p.read_text() == before
+    assert list(tmp_path.iterdir()) == [p]
+
+
+def test_write_schedule_of_a_real_simulation(tmp_path):
+    from emulator.sim import simulate
+    from emulator.swf import write_schedule
+
+    jobs = list(generate("hypercube:5", 0.9, "uniform", "exponential", seed=2, jobs=400))
+    res = simulate("hypercube:5", "naive", "fcfs", jobs, keep_records=True)
+    assert len(res.records) == 400
+    p = tmp_path / "run.swf.gz"
+    assert write_schedule(p, res.records, topology="hypercube:5", note="fcfs test") == 400
+    log = read_swf(p)
+    assert (log.max_nodes, log.header["Installation"], log.header["Note"]) == (32, "hypercube:5", "fcfs test")
+    by_id = {j.id: j for j in jobs}
+    waits = 0
+    for r in log.records:
+        j = by_id[r.job]
+        assert r.submit == j.submit and r.status == 1 and r.wait >= 0
+        assert r.run == pytest.approx(j.runtime) and r.procs == j.request.processors_needed
+        waits += r.wait > 0
+    assert waits > 0  # at load 0.9 some jobs queued
