@@ -288,7 +288,7 @@ def cmd_submit(args) -> int:
         raise UsageError(f"--runtime must be > 0, got {args.runtime}")
     with _client(args) as c:
         try:
-            jid = c.submit(_parse_request(args), args.runtime, args.name or "", args.command, args.burn)
+            jid = c.submit(_parse_request(args), args.runtime, args.name or "", args.task_command, args.burn)
         except DaemonError as e:
             raise UsageError(str(e)) from None
     if args.json:
@@ -330,47 +330,23 @@ def cmd_cancel(args) -> int:
     return 0
 
 
-def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0):
-    """The synthetic workload to stream: a list of {"at": model time, "request", "runtime"},
-    from emulator.workloads when it is there, else a built-in Poisson/uniform one."""
-    from scheduler.topology import parse_topology
+def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0, service_mean=None):
+    """The synthetic workload to stream, from emulator.workloads (the simulator's generators):
+    a list of {"at": model time, "request", "runtime", "name"}."""
+    from emulator import workloads
 
-    topo = parse_topology(topology)
-    try:
-        from emulator import workloads
-    except ImportError:
-        workloads = None
-    if workloads is not None and hasattr(workloads, "generate"):
-        jobs = workloads.generate(topo, jobs=n_jobs, load=load, size_dist=size_dist or None,
-                                  service=service or None, seed=seed)
-        out = []
-        for j in jobs:
-            out.append({"at": j.submit, "request": j.request.to_dict(), "runtime": j.runtime, "name": j.name or ""})
-        return out
-    import random
-
-    rng = random.Random(seed)
-    if topo.kind == "hypercube":
-        sizes = [{"cube": k} for k in range(topo.n + 1)]
-        mean_size = sum(2 ** k for k in range(topo.n + 1)) / (topo.n + 1)
-    else:
-        side = min(topo.width, topo.height)
-        sizes = [{"shape": [s, s]} for s in range(1, side + 1)]
-        mean_size = sum(s * s for s in range(1, side + 1)) / side
-    mean_service = 1.0
-    rate = topo.size / (mean_size * mean_service) * load
-    t, out = 0.0, []
-    for i in range(n_jobs):
-        t += rng.expovariate(rate)
-        out.append({"at": t, "request": rng.choice(sizes), "runtime": rng.uniform(0.5, 1.5) * mean_service,
-                    "name": f"w{i}"})
-    return out
+    kw = {} if service_mean is None else {"service_mean": service_mean}
+    jobs = workloads.generate(topology, load, size_dist or "uniform", service or "uniform", seed=seed,
+                              jobs=n_jobs, **kw)
+    return [{"at": j.submit, "request": j.request.to_dict(), "runtime": j.runtime, "name": j.name or f"w{j.id}"}
+            for j in jobs]
 
 
 def cmd_workload(args) -> int:
     with _client(args) as c:
         st = c.status()
-        jobs = workload_jobs(st["config"]["topology"], args.jobs, args.load, args.size_dist, args.service, args.seed)
+        jobs = workload_jobs(st["config"]["topology"], args.jobs, args.load, args.size_dist, args.service, args.seed,
+                             args.service_mean)
         unit = st["config"]["time_unit"]
         t0 = time.monotonic()
         ids = []
@@ -433,7 +409,7 @@ def add_commands(sub) -> None:
     g.add_argument("--nodes", type=int, help="a processor count")
     p.add_argument("--runtime", type=float, required=True, help="run time in model time units")
     p.add_argument("--name")
-    p.add_argument("--command", help="shell command each task runs (default: a synthetic task)")
+    p.add_argument("--command", dest="task_command", help="shell command each task runs (default: a synthetic task)")
     p.add_argument("--burn", action="store_true", help="synthetic task burns CPU instead of sleeping")
     common(p)
     p.set_defaults(func=cmd_submit)
@@ -453,6 +429,7 @@ def add_commands(sub) -> None:
     p.add_argument("--load", type=float, required=True)
     p.add_argument("--size-dist")
     p.add_argument("--service")
+    p.add_argument("--service-mean", type=float, help="mean service time in model units (default 5)")
     p.add_argument("--seed", type=int, default=0)
     common(p)
     p.set_defaults(func=cmd_workload)

@@ -14,11 +14,12 @@ Work model (all times in the papers' time units):
   the paper).
 * A sequential (one-node) job shares its node: rate 1/(k + d), k sequential jobs on the node
   and d = 1 when a parallel task is dispatched there.
-* Context switch: when a job is switched in and at least one of its nodes last ran another
-  parallel job, the switch costs ``switch_cost`` units during which the job makes no progress
+* Context switch: when a job that has run before is switched back in and at least one of its
+  nodes ran another parallel job meanwhile, the switch costs ``switch_cost`` units during which the job makes no progress
   (the slot clock runs on: the switch eats into the slot). Counted once per gang switch in
   ``context_switches`` and once per node in ``node_context_switches``. Switching a job back
-  in on nodes that ran nothing else meanwhile costs nothing (its cache and state are there).
+  in on nodes that ran nothing else meanwhile costs nothing (its cache and state are there),
+  and so does a job's first start (start-up is part of its run time).
 * Cache reload: after such a switch the first ``reload_time`` units of the job's run progress
   at ``reload_rate`` (0.5: half speed), i.e. a cold cache costs
   ``reload_time * (1 - reload_rate)`` units of work per switch. Zero by default.
@@ -156,7 +157,9 @@ def simulate(policy, jobs, *, switch_cost: float = 0.0, reload_time: float = 0.0
                                 del disp_on[n]
                 for jid in new - dispatched:
                     ns = nodes_of[jid]
-                    cold = sum(1 for n in ns if last_on.get(n, jid) != jid)
+                    # a resumed job whose nodes ran another job meanwhile; a first start is free
+                    cold = 0 if info[jid]["first_run"] is None else sum(
+                        1 for n in ns if last_on.get(n, jid) != jid)
                     if cold:
                         counts["context_switches"] += 1
                         counts["node_context_switches"] += cold

@@ -223,7 +223,7 @@ def decode(frame: bytes, max_size: int = MAX_FRAME, allowed: frozenset | None = 
     try:
         msg = msgpack.unpackb(
             frame, raw=False, strict_map_key=True, ext_hook=_ext_refused, use_list=True,
-            max_buffer_size=max_size, max_str_len=max_size, max_bin_len=max_size,
+            max_str_len=max_size, max_bin_len=max_size,
             max_array_len=MAX_LIST, max_map_len=MAX_LIST, max_ext_len=0,
         )
     except Exception as e:  # msgpack raises several exception types, all mean the same

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from scheduler import allocators, disciplines
+from scheduler.disciplines.base import Discipline
 from scheduler.jobs import Job, Start
 from scheduler.topology import RequestError, parse_topology
 
@@ -120,16 +121,21 @@ class Simulation:
         seq = 0
         trace = self.trace
         records = [] if self.keep_records else None
+        keep_nodes = self.keep_nodes
+        reject_error = self.on_reject == "error"
         rejected = []
+        jobs = self.jobs
+        arrive, depart, tick = d.arrive, d.depart, d.tick
+        running = d.running
+        # A discipline that never overrides next_wakeup never asks for a timer: skip the call.
+        next_wakeup = d.next_wakeup
+        if "next_wakeup" not in vars(d) and getattr(type(d), "next_wakeup", None) is Discipline.next_wakeup:
+            next_wakeup = None
 
-        def next_arrival():
-            nonlocal seq
-            for job in self.jobs:
-                seq += 1
-                push(heap, (job.submit, ARRIVE, seq, job))
-                return
-
-        next_arrival()
+        job = next(jobs, None)
+        if job is not None:
+            seq += 1
+            push(heap, (job.submit, ARRIVE, seq, job))
         # counters (lazy 4.2)
         G = C = A = 0
         R = S = 0.0
@@ -145,59 +151,78 @@ class Simulation:
         # completions mode: the window between the warmup-th and the last completion
         win_start_t, win_start_area = (0.0, 0.0) if warmup == 0 else (None, None)
         counted_C = 0
+        # The discipline's one pending timer lives outside the heap: at equal times it comes
+        # after the departures and before the arrivals, exactly where a (t, TIMER, seq) heap
+        # entry would, and a superseded timer leaves nothing behind to pop.
         timer_at = None
         last_tick = None
         sample_every = (until / self.samples) if (until and self.samples) else None
-        next_sample = sample_every
+        next_sample = sample_every if sample_every is not None else math.inf
         delay_series = []
         now = 0.0
         events = 0
         progress = self.progress
+        stop_at = until if until is not None else math.inf
 
-        while heap:
-            t, kind, _, obj = heap[0]
-            if until is not None and t > until:
+        while True:
+            if heap:
+                top = heap[0]
+                t = top[0]
+                if timer_at is not None and (timer_at < t or (timer_at == t and top[1] == ARRIVE)):
+                    t, kind = timer_at, TIMER
+                else:
+                    kind = top[1]
+            elif timer_at is not None:
+                t, kind = timer_at, TIMER
+            else:
                 break
-            pop(heap)
+            if t > stop_at:
+                break
             # integrate up to t
             dt = t - last
             if dt:
                 area += busy * dt
                 sys_area += in_system * dt
                 last = t
-            while next_sample is not None and t >= next_sample:
-                delay_series.append((next_sample, R / A if A else 0.0))
-                next_sample += sample_every
+            if t >= next_sample:
+                while t >= next_sample:
+                    delay_series.append((next_sample, R / A if A else 0.0))
+                    next_sample += sample_every
             now = t
             events += 1
             if kind == ARRIVE:
-                job = obj
+                job = pop(heap)[3]
                 G += 1
                 S += job.runtime * job.request.processors_needed
                 try:
-                    starts = d.arrive(job, t)
+                    starts = arrive(job, t)
                 except RequestError as e:
-                    if self.on_reject == "error":
+                    if reject_error:
                         raise SimulationError(f"job {job.id}: {e}") from None
                     rejected.append((job.id, str(e)))
                     G -= 1
                     starts = []
                 else:
                     in_system += 1
-                next_arrival()
+                job = next(jobs, None)
+                if job is not None:
+                    seq += 1
+                    push(heap, (job.submit, ARRIVE, seq, job))
             elif kind == DEPART:
-                s: Start = obj
-                starts = d.depart(s.job.id, t)
-                busy -= s.allocation.size
+                s: Start = pop(heap)[3]
+                sj = s.job
+                starts = depart(sj.id, t)
+                a = s.allocation
+                g = a.size
+                busy -= g
                 in_system -= 1
                 C += 1
                 if C > warmup:
                     counted_C += 1
-                    wait = s.time - s.job.submit
-                    tat = t - s.job.submit
+                    wait = s.time - sj.submit
+                    tat = t - sj.submit
                     tat_sum += tat
                     tat_n += 1
-                    g = s.allocation.size
                     done_waits.append((g, wait))
                     w = waits_by_size.get(g)
                     if w is None:
@@ -207,39 +232,36 @@ class Simulation:
                     w[2] += tat
                     if records is not None:
                         records.append(JobRecord(
-                            s.job.id, s.job.submit, s.time, t,
-                            s.allocation.asked.processors_needed, s.allocation.size,
-                            s.allocation.folds, s.job.runtime,
-                            tuple(sorted(s.allocation.nodes)) if self.keep_nodes else ()))
+                            sj.id, sj.submit, s.time, t,
+                            a.asked.processors_needed, g, a.folds, sj.runtime,
+                            tuple(sorted(a.nodes)) if keep_nodes else ()))
                 elif C == warmup:
                     win_start_t, win_start_area = t, area
                 if trace:
                     trace("depart", t, s)
             else:  # TIMER
-                if obj != timer_at:
-                    continue  # superseded
                 timer_at = None
                 last_tick = t
-                starts = d.tick(t)
-            for s in starts:
-                A += 1
-                R += s.time - s.job.submit
-                busy += s.allocation.size
-                seq += 1
-                push(heap, (t + s.runtime, DEPART, seq, s))
-                if trace:
-                    trace("start", t, s)
-            if not starts and in_system > len(d.running):
+                starts = tick(t)
+            if starts:
+                for s in starts:
+                    A += 1
+                    R += s.time - s.job.submit
+                    busy += s.allocation.size
+                    seq += 1
+                    push(heap, (t + s.runtime, DEPART, seq, s))
+                    if trace:
+                        trace("start", t, s)
+            elif in_system > len(running):
                 frag_sum += (size - busy) / size
                 frag_n += 1
-            w = d.next_wakeup()
-            if w is not None:
-                if w < t:
-                    w = t
-                if w != timer_at and not (w == t and last_tick == t):
-                    timer_at = w
-                    seq += 1
-                    push(heap, (w, TIMER, seq, w))
+            if next_wakeup is not None:
+                w = next_wakeup()
+                if w is not None:
+                    if w < t:
+                        w = t
+                    if w != timer_at and not (w == t and last_tick == t):
+                        timer_at = w
             if completions is not None and C >= completions:
                 break
             if progress is not None and not events & 0x3FFF:
@@ -252,7 +274,7 @@ class Simulation:
             if dt > 0:
                 area += busy * dt
                 sys_area += in_system * dt
-            while next_sample is not None and next_sample <= until + 1e-9:
+            while sample_every is not None and next_sample <= until + 1e-9:
                 delay_series.append((next_sample, R / A if A else 0.0))
                 next_sample += sample_every
             T = until

@@ -16,13 +16,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scheduler import allocators
 from scheduler.allocators.gray_code import gray, gray_inverse, window_cube
 from scheduler.allocators.multiple_gray_code import gray_code_orders, symmetric_chains
-from scheduler.topology import Hypercube, Request, Subcube
+from scheduler.topology import Request, Subcube
 
 CUBE = Request.cube
-
-
-def cubes(topo_n: int, text: list[str]) -> list[Subcube]:
-    return [Hypercube(topo_n).subcube(t) for t in text]
 
 
 def all_subcubes(n: int, k: int):

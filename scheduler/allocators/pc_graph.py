@@ -126,10 +126,8 @@ class PCGraph(Allocator):
         # inside an untouched prime is not prime
         kept = list(parts.items())
         for (pm, pb), dim in kept:
-            if any(other != (pm, pb) and odim >= dim and _within(pm, pb, *other)
-                   for other, odim in kept):
-                # equal cubes are one key, so containment here is strict or a tie on dim
-                # with a different cube, which is impossible for distinct cubes
+            # equal parts share one key, so a part inside another is strictly smaller
+            if any(odim > dim and _within(pm, pb, *other) for other, odim in kept):
                 continue
             if any(_within(pm, pb, m2, b2) for (m2, b2) in primes):
                 continue

@@ -68,6 +68,7 @@ request checked only at departures, no timer, no retry pass.
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 
@@ -112,6 +113,17 @@ class Lazy(Discipline):
         self._class_cache: dict = {}
         self._count = 0
         self._arrival_k: int | None = None  # literal mode: the queue Lazy_Request serves
+        self._releases = 0  # allocations released so far
+        # Queues the retry pass must look at: all after a release, else those that gained
+        # or lost a head since the last pass (a head that failed cannot fit until a release).
+        self._all_dirty = True
+        self._dirty: set = set()
+        # The oldest waiting job in O(log): a heap of (submit, seq, job), stale entries
+        # (jobs no longer waiting) dropped when they surface.
+        self._ages: list = []
+        self._waiting: dict = {}  # waiting job id -> Job
+        self._seq = 0
+        self._failed: list = [None] * nq  # per queue: (releases, head id) of its last failure
         # measurements for the dynamic threshold
         self.arrivals = 0
         self._first_arrival = self._last_arrival = None
@@ -159,6 +171,7 @@ class Lazy(Discipline):
     def _pop_head(self, k: int):
         job = self.queues[k].popleft()
         del self._class_of[job.id]
+        del self._waiting[job.id]
         self._count -= 1
         if job.id == self.priority_job:
             self.stop_alloc, self.Q_j, self.priority_job = False, None, None
@@ -166,21 +179,35 @@ class Lazy(Discipline):
 
     def _start_head(self, k: int, now: float) -> Start | None:
         """Buddy_Request(head of Q_k): on success the head leaves Q_k and N grows."""
-        s = self._try_start(self.queues[k][0], now)
+        head = self.queues[k][0]
+        key = (self._releases, head.id)
+        if self._failed[k] == key:
+            # Nothing was released since this head last failed, and allocations only take
+            # nodes away: it would fail again. Skipping keeps an event O(queues), not
+            # O(queues x allocator search).
+            return None
+        s = self._try_start(head, now)
         if s is None:
+            self._failed[k] = key
             return None
         self._pop_head(k)
         return self._record_start(s)
 
+    def _release(self, alloc) -> None:
+        self.allocator.release(alloc)
+        self._releases += 1
+        self._all_dirty = True
+
     def _oldest(self):
-        """(job, k) of the oldest waiting job (the oldest head: queues are FCFS)."""
-        best = None
-        for k, q in enumerate(self.queues):
-            if q:
-                j = q[0]
-                if best is None or j.submit < best[0].submit:
-                    best = (j, k)
-        return best
+        """(job, k) of the oldest waiting job (the paper: "keeping track of the waiting time
+        of the earliest generated job"); None when nothing waits."""
+        ages, waiting = self._ages, self._waiting
+        while ages:
+            job = ages[0][2]
+            if waiting.get(job.id) is job:
+                return job, self._class_of[job.id]
+            heapq.heappop(ages)
+        return None
 
     def _check_threshold(self, now: float) -> None:
         if self.stop_alloc or not self._count:
@@ -209,8 +236,12 @@ class Lazy(Discipline):
         k = self._size_class(job.request)
         self.queues[k].append(job)
         self._class_of[job.id] = k
+        self._waiting[job.id] = job
+        self._seq += 1
+        heapq.heappush(self._ages, (job.submit, self._seq, job))
         self._count += 1
         self._arrival_k = k
+        self._dirty.add(k)
 
     def _dequeue(self, job_id):
         k = self._class_of.pop(job_id)
@@ -220,6 +251,8 @@ class Lazy(Discipline):
                 del q[i]
                 break
         self._count -= 1
+        del self._waiting[job_id]
+        self._dirty.add(k)
         if job_id == self.priority_job:
             self.stop_alloc, self.Q_j, self.priority_job = False, None, None
 
@@ -241,7 +274,7 @@ class Lazy(Discipline):
                 self._pop_head(k)
                 started.append(self._record_start(self._start_on(head, alloc, now)))
             else:
-                self.allocator.release(alloc)
+                self._release(alloc)
                 released = True
                 s = self._start_head(k, now)
                 if s is not None:
@@ -253,16 +286,17 @@ class Lazy(Discipline):
                 if s is not None:
                     started.append(s)
             if alloc is not None and not released:  # step 4
-                self.allocator.release(alloc)
+                self._release(alloc)
             return started
         if alloc is not None and not released:
-            self.allocator.release(alloc)
+            self._release(alloc)
         return started + self._schedule(now)
 
     def _schedule(self, now):
         if self.literal:
             return self._literal_request(now)
         started = []
+        queues, N = self.queues, self.N
         while self._count:
             self._check_threshold(now)
             if self.stop_alloc:
@@ -271,10 +305,16 @@ class Lazy(Discipline):
                     break
                 started.append(s)
                 continue
+            cands = range(len(queues)) if self._all_dirty else self._dirty
+            over = [(queues[k][0].submit, k) for k in cands if len(queues[k]) > N[k]]
+            self._all_dirty = False
+            self._dirty.clear()
+            if len(over) > 1:
+                over.sort()
             progressed = False
-            for _, k in sorted((q[0].submit, k) for k, q in enumerate(self.queues) if q):
-                q = self.queues[k]
-                while len(q) > self.N[k]:
+            for _, k in over:
+                q = queues[k]
+                while len(q) > N[k]:
                     s = self._start_head(k, now)
                     if s is None:
                         break

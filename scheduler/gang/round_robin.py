@@ -17,31 +17,39 @@ from scheduler.gang.office import OfficeManager, _positive
 
 
 class CyclicPointer:
-    """P's cyclic walk over an ordered list that changes under it."""
+    """P's cyclic walk over an ordered list that changes under it. When the job P pointed at
+    leaves, P resumes at whatever then sits in its place (a job appended at the tail after
+    the last job left is next, as P moving right would find it)."""
 
     def __init__(self):
         self.last = None  # the job P pointed at last
-        self.succ = None  # where to resume when ``last`` left
+        self.idx = None  # where to resume when ``last`` left
 
     def next(self, order):
         if not order:
             return None
         if self.last is not None and self.last in order:
-            nxt = order[(order.index(self.last) + 1) % len(order)]
-        elif self.succ is not None and self.succ in order:
-            nxt = self.succ
+            i = order.index(self.last) + 1
+        elif self.idx is not None:
+            i = self.idx
         else:
-            nxt = order[0]
-        self.last, self.succ = nxt, None
+            i = 0
+        nxt = order[i] if i < len(order) else order[0]
+        self.last, self.idx = nxt, None
         return nxt
 
     def leaving(self, job_id, order):
         """Call before ``job_id`` is removed from ``order``."""
-        if job_id == self.last or job_id == self.succ:
-            i = order.index(job_id)
-            rest = order[i + 1:] + order[:i]
-            self.succ = rest[0] if rest else None
-            self.last = None
+        i = order.index(job_id)
+        if job_id == self.last:
+            self.last, self.idx = None, i
+        elif self.last is None and self.idx is not None and i < self.idx:
+            self.idx -= 1
+
+    def inserted(self, position):
+        """A job was inserted at ``position`` behind P (it must wait for a full cycle)."""
+        if self.last is None and self.idx is not None and position <= self.idx:
+            self.idx += 1
 
 
 @register("round-robin")

@@ -45,6 +45,7 @@ class TwoQueue(OfficeManager):
             i = self.service.index(rec.id)
             if self.wait_q:
                 self.service[i] = self.wait_q.popleft()
+                self._p.inserted(i)
             else:
                 del self.service[i]
         else:

@@ -1,0 +1,151 @@
+"""Shared fixtures for the live-cluster tests: a cluster in its own MCEMU_HOME, started with
+the real ``mcemu`` command line and stopped BY PID at teardown.
+
+Every pid the fixture ever sees (daemon, launcher, nodes, tasks, extra processes a test
+registers) is remembered with its create time; teardown runs ``mcemu down`` and then
+terminates by pid whatever of those is still alive, and fails the test if it had to.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from scheduler import allocators, disciplines
+
+
+def pick(preferred: str, fallback: str, registry) -> str:
+    return preferred if preferred in registry.names() else fallback
+
+
+ALLOCATOR = pick("buddy", "naive", allocators)
+SCHEDULER = "fcfs"  # always there; lazy is written concurrently and tested by its own suite
+
+
+def wait_for(cond, timeout: float, what: str = "condition", interval: float = 0.02):
+    """Poll ``cond()`` until truthy; fail at the deadline. Returns the value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+class LiveCluster:
+    def __init__(self, home: Path):
+        self.home = home
+        self.env = dict(os.environ, MCEMU_HOME=str(home))
+        self.seen: dict[int, float] = {}  # pid -> create time
+        self._client = None
+
+    # -------------------------------------------------------------- command line
+
+    def mcemu(self, *args, check=True, timeout=60) -> subprocess.CompletedProcess:
+        r = subprocess.run([sys.executable, "-m", "emulator", *map(str, args)], env=self.env,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"mcemu {' '.join(map(str, args))} -> {r.returncode}\n{r.stdout}\n{r.stderr}\n"
+                                 f"{self.logs()}")
+        return r
+
+    def mcemu_json(self, *args, **kw):
+        return json.loads(self.mcemu(*args, "--json", **kw).stdout)
+
+    def up(self, *args) -> dict:
+        st = self.mcemu_json("up", "--detach", *args)
+        self.record()
+        return st
+
+    def down(self) -> dict:
+        self.record()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        return self.mcemu_json("down")
+
+    def logs(self) -> str:
+        out = []
+        for f in ("daemon.log", "launcher.log"):
+            p = self.home / f
+            if p.exists():
+                out.append(f"--- {f}\n" + p.read_text()[-3000:])
+        return "\n".join(out)
+
+    # -------------------------------------------------------------- processes
+
+    def record(self, *procs) -> None:
+        from emulator.cli_cluster import cluster_processes
+
+        ps = cluster_processes(self.home)
+        for p in [ps["daemon"], ps["launcher"], *ps["tree"], *procs]:
+            if p is None:
+                continue
+            if isinstance(p, subprocess.Popen):
+                p = psutil.Process(p.pid)
+            try:
+                self.seen[p.pid] = p.create_time()
+            except psutil.Error:
+                pass
+
+    def alive(self) -> list[psutil.Process]:
+        out = []
+        for pid, ct in self.seen.items():
+            try:
+                p = psutil.Process(pid)
+                if abs(p.create_time() - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
+                    out.append(p)
+            except psutil.Error:
+                pass
+        return out
+
+    def daemon_pid(self) -> int | None:
+        from emulator import home as homemod
+
+        p = homemod.read_pidfile(self.home / "daemon.pid")
+        return p.pid if p else None
+
+    @property
+    def client(self):
+        from emulator.client import Client
+
+        if self._client is None:
+            self._client = Client(home=self.home, timeout=5.0)
+        return self._client
+
+    def teardown(self) -> list[int]:
+        """Stop everything by pid; returns the pids that had to be terminated here."""
+        try:
+            self.down()
+        except Exception:
+            pass
+        left = self.alive()
+        for p in left:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(left, timeout=5)
+        return [p.pid for p in left]
+
+
+@pytest.fixture
+def cluster():
+    home = Path(tempfile.mkdtemp(prefix="mcemu-"))
+    c = LiveCluster(home)
+    try:
+        yield c
+    finally:
+        leftover = c.teardown()
+        shutil.rmtree(home, ignore_errors=True)
+        assert not leftover, f"processes still alive after teardown: {leftover}"
