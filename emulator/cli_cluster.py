@@ -187,7 +187,8 @@ def _table(title, columns, rows):
         t.add_column(c)
     for r in rows:
         t.add_row(*[("" if v is None else str(v)) for v in r])
-    Console().print(t)
+    # a pipe gets full rows (like squeue), a terminal gets rich's fitting
+    Console(width=None if sys.stdout.isatty() else 200).print(t)
 
 
 def _ranges(ids) -> str:

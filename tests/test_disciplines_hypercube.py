@@ -16,7 +16,7 @@ import zlib
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from scheduler import allocators, disciplines
+from scheduler import allocators, disciplines, quarantine
 from scheduler.disciplines import DisciplineError
 from scheduler.jobs import Job, JobError
 from scheduler.topology import Request, RequestTooLarge, parse_topology
@@ -205,6 +205,10 @@ def test_static_refuses_what_it_cannot_serve():
         make("static", "hypercube:0")
     with pytest.raises(TypeError, match="no parameters"):
         make("static", bogus=1)
+    if _reduction is not None:
+        t = parse_topology("hypercube:3")
+        with pytest.raises(DisciplineError, match="size reduction"):
+            disciplines.create("static", t, _reduction.wrap(allocators.create("buddy", t), "rsr:1"))
 
 
 def test_static_partition_allocator_keeps_invariants():
@@ -215,6 +219,29 @@ def test_static_partition_allocator_keeps_invariants():
     assert a.free_nodes() == frozenset(range(6)) and a.free_count == 6
     a.release(got[0])
     assert a.free_nodes() == frozenset(range(7))
+
+
+def test_static_respects_the_daemons_quarantine():
+    t = parse_topology("hypercube:3")
+    q = quarantine.wrap(allocators.create("buddy", t), down=range(8))
+    d = disciplines.create("static", t, q)
+    assert d.arrive(J(1, 0, 1, 5), 0) == [] and d.arrive(J(2, 0, 0, 5), 0) == []
+    for node in (4, 5, 7):  # 10* (S_1) and 111 (one 0-cube of S_0) come back
+        q.mark_up(node)
+    starts = d.tick(1)
+    assert [(s.job.id, s.allocation.describe()) for s in starts] == [(1, "10*"), (2, "111")]
+
+
+def test_lazy_tick_retries_after_nodes_come_back():
+    t = parse_topology("hypercube:2")
+    q = quarantine.wrap(allocators.create("buddy", t), down=range(4))
+    d = disciplines.create("lazy", t, q, threshold=None)
+    assert d.arrive(J(1, 0, 1, 5), 0) == []
+    assert d.arrive(J(2, 0, 1, 5), 0) == []  # nothing was released: not even tried again
+    q.mark_up(0)
+    q.mark_up(1)
+    (s,) = d.tick(1)
+    assert (s.job.id, s.allocation.describe()) == (1, "0*")
 
 
 # --------------------------------------------------------------------------- lazy

@@ -129,6 +129,7 @@ class Lazy(Discipline):
         self._first_arrival = self._last_arrival = None
         self.allocated = 0
         self.total_delay = 0.0
+        self._threshold = None if self.threshold_param == "dynamic" else self.threshold_param
 
     # ------------------------------------------------------------------ measurements
 
@@ -145,12 +146,13 @@ class Lazy(Discipline):
     @property
     def threshold(self) -> float | None:
         """The waiting-time threshold now, None when there is none."""
-        if self.threshold_param != "dynamic":
-            return self.threshold_param
-        d, lam = self.d_t, self.arrival_rate
-        if d is None or lam is None:
-            return None
-        return d * d * lam
+        return self._threshold
+
+    def _update_threshold(self) -> None:
+        # Only an arrival (lambda) or an allocation (d_t) moves the dynamic threshold.
+        if self.threshold_param == "dynamic":
+            d, lam = self.d_t, self.arrival_rate
+            self._threshold = None if d is None or lam is None else d * d * lam
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -166,6 +168,7 @@ class Lazy(Discipline):
         self.N[k] += 1
         self.allocated += 1
         self.total_delay += s.time - s.job.submit
+        self._update_threshold()
         return s
 
     def _pop_head(self, k: int):
@@ -212,7 +215,7 @@ class Lazy(Discipline):
     def _check_threshold(self, now: float) -> None:
         if self.stop_alloc or not self._count:
             return
-        t = self.threshold
+        t = self._threshold
         if t is None:
             return
         job, k = self._oldest()
@@ -230,6 +233,7 @@ class Lazy(Discipline):
         if self._first_arrival is None:
             self._first_arrival = now
         self._last_arrival = now
+        self._update_threshold()
         return super().arrive(job, now)
 
     def _enqueue(self, job, now):
@@ -291,6 +295,13 @@ class Lazy(Discipline):
         if alloc is not None and not released:
             self._release(alloc)
         return started + self._schedule(now)
+
+    def tick(self, now):
+        # A tick may follow a change the discipline cannot see (the daemon's quarantine
+        # bringing a node back): forget which heads were known not to fit.
+        self._releases += 1
+        self._all_dirty = True
+        return super().tick(now)
 
     def _schedule(self, now):
         if self.literal:

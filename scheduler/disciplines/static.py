@@ -22,13 +22,16 @@ Readings:
   RequestTooLarge, like any request that can never fit. A processor count or a submesh
   request is rounded up to a cube first (class = ``topology.size_class``).
 * **Allocation bookkeeping**: placement is decided once, at start-up, so the allocator
-  passed in is never asked where to put a job (and size reduction cannot apply: there is no
-  free partition of another class to fold into). The discipline replaces ``self.allocator``
+  passed in is never asked where to put a job, and size reduction is refused with a
+  DisciplineError (a folded job would take the partition of another queue). The discipline replaces ``self.allocator``
   with a private allocator, :class:`StaticPartitions`, that owns the fixed partitions and
   hands out only the free piece of the request's class; the allocator given is kept as
   ``placement_allocator``. Allocations are ordinary :class:`Allocation` objects (their
   ``nodes`` are addresses of the whole machine), and ``self.allocator.free_nodes()`` / ``used``
-  report the machine as the partitions see it.
+  report the machine as the partitions see it. Under the live daemon the allocator comes
+  wrapped in a quarantine (nodes that are down); a partition holding a down node is not
+  given out, and ``tick`` (which the daemon calls when a node comes back) retries every
+  queue.
 * Only hypercubes of dimension >= 1 make sense (the scheme is defined on an n-cube, and a
   0-cube has no partition); anything else is refused with a DisciplineError.
 """
@@ -39,6 +42,7 @@ from collections import deque
 from scheduler.allocators.base import Allocator
 from scheduler.disciplines import register
 from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.quarantine import Quarantine
 from scheduler.topology import RequestTooLarge, Subcube
 
 
@@ -49,8 +53,9 @@ class StaticPartitions(Allocator):
     kinds = ("hypercube",)
     complete_recognition = False
 
-    def __init__(self, topology, **options):
+    def __init__(self, topology, quarantine=None, **options):
         super().__init__(topology, **options)
+        self.quarantine = quarantine  # an object whose ``down`` set holds nodes not to use
         n = self.n = topology.n
         if n < 1:
             raise DisciplineError(f"static partitioning needs an n-cube with n >= 1, not {topology}")
@@ -73,7 +78,15 @@ class StaticPartitions(Allocator):
 
     def _allocate(self, request):
         free = self._free[request.k]
-        return (free.pop(0),) if free else None
+        if not free:
+            return None
+        down = self.quarantine.down if self.quarantine is not None else None
+        if not down:
+            return (free.pop(0),)
+        for i, p in enumerate(free):  # the live daemon: never a partition with a down node
+            if down.isdisjoint(p.nodes()):
+                return (free.pop(i),)
+        return None
 
     def _release(self, pieces):
         for p in pieces:
@@ -93,8 +106,18 @@ class Static(Discipline):
 
     def __init__(self, topology, allocator, **params):
         super().__init__(topology, allocator, **params)
+        quarantine, inner = None, allocator
+        while not isinstance(inner, Allocator):
+            if isinstance(inner, Quarantine):
+                quarantine, inner = inner, inner.inner
+                continue
+            # A size-reduction wrapper: folding a job into a smaller partition would take
+            # the server of another queue, which static partitioning does not allow.
+            raise DisciplineError(
+                f"static partitioning fixes placement once and cannot fold jobs; "
+                f"use it without size reduction (got {allocator!r})")
         self.placement_allocator = allocator
-        self.allocator = StaticPartitions(topology)
+        self.allocator = StaticPartitions(topology, quarantine)
         self.queues = [deque() for _ in range(topology.n)]
         self._class_of: dict = {}
         self._class_cache: dict = {}
@@ -115,6 +138,11 @@ class Static(Discipline):
     def _dequeue(self, job_id):
         k = self._class_of.pop(job_id)
         self.queues[k] = deque(j for j in self.queues[k] if j.id != job_id)
+
+    def tick(self, now):
+        # A node the daemon's quarantine brought back may free a partition for any queue.
+        self._dirty.update(range(len(self.queues)))
+        return super().tick(now)
 
     def _on_release(self, start, now):
         self._dirty.add(start.allocation.piece.dim)

@@ -1,0 +1,235 @@
+"""Protocol validation, and the daemon's handlers driven in memory (no sockets, no processes):
+``Daemon.handle([identity, frame])`` with the replies read from its outbox."""
+from __future__ import annotations
+
+import time
+
+import msgpack
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from emulator import protocol as P
+from emulator.daemon import Daemon
+
+
+# ---------------------------------------------------------------------- protocol
+
+
+def test_round_trip_of_every_client_and_node_message():
+    msgs = [
+        ("submit", dict(id=1, request={"cube": 2}, runtime=5.0, name="a", command="true", burn=False)),
+        ("submit", dict(id=2, request={"shape": [4, 2]}, runtime=1)),
+        ("cancel", dict(id=3, job=7)),
+        ("queue", dict(id=4, all=True)),
+        ("register", dict(node=3, pid=100, host="h", tasks=[{"job": 1, "attempt": 1, "rank": 0, "pid": 5}],
+                          finished=[{"job": 2, "attempt": 1, "rank": 1, "status": 0, "usage": {"utime": 0.1}}])),
+        ("task_done", dict(node=3, job=1, attempt=1, rank=0, status=-9, usage={})),
+        ("run", dict(job=1, attempt=1, rank=0, node=0, nodes=[0, 1], runtime_s=0.5, command=None)),
+    ]
+    for t, f in msgs:
+        m = P.decode(P.encode(t, **f))
+        assert m["type"] == t and m["v"] == P.VERSION
+        for k, v in f.items():
+            assert m[k] == (float(v) if k == "runtime" else v)
+
+
+@pytest.mark.parametrize("frame, code", [
+    (b"", "not-msgpack"),
+    (b"\xc1", "not-msgpack"),
+    (msgpack.packb([1, 2]), "not-a-map"),
+    (msgpack.packb({"v": 2, "type": "ping", "id": 1}), "version"),
+    (msgpack.packb({"v": True, "type": "ping", "id": 1}), "version"),
+    (msgpack.packb({"v": 1, "type": "launch-missiles", "id": 1}), "unknown-type"),
+    (msgpack.packb({"v": 1, "type": "ping"}), "missing-field"),
+    (msgpack.packb({"v": 1, "type": "ping", "id": 1, "x": 0}), "unknown-field"),
+    (msgpack.packb({"v": 1, "type": "cancel", "id": 1, "job": "7"}), "bad-field"),
+    (msgpack.packb({"v": 1, "type": "cancel", "id": 1, "job": True}), "bad-field"),
+    (msgpack.packb({"v": 1, "type": "cancel", "id": 1, "job": 0}), "bad-field"),
+    (msgpack.packb({"v": 1, "type": "submit", "id": 1, "request": {"cube": 2}, "runtime": float("nan")}), "bad-field"),
+    (msgpack.packb({"v": 1, "type": "submit", "id": 1, "request": {"cube": 2}, "runtime": -1}), "bad-field"),
+    (msgpack.packb({"v": 1, "type": "submit", "id": 1, "request": {"pyramid": 2}, "runtime": 1}), "bad-field"),
+    (msgpack.packb({"v": 1, "type": "submit", "id": 1, "request": {"shape": [4]}, "runtime": 1}), "bad-field"),
+    (msgpack.packb({1: 2}), "not-msgpack"),  # non-string map keys are refused by the decoder
+    (msgpack.packb(msgpack.ExtType(5, b"x")), "not-msgpack"),
+    (msgpack.packb({"v": 1, "type": "ping", "id": 1}) + b"\x00", "not-msgpack"),
+    (b"\x00" * (P.MAX_FRAME + 1), "too-large"),
+])
+def test_refused_frames_carry_a_code(frame, code):
+    with pytest.raises(P.ProtocolError) as e:
+        P.decode(frame)
+    assert e.value.code == code
+    assert str(e.value)
+
+
+def test_error_keeps_the_request_id_when_it_is_readable():
+    with pytest.raises(P.ProtocolError) as e:
+        P.decode(msgpack.packb({"v": 1, "type": "cancel", "id": 42, "job": "x"}))
+    assert e.value.req_id == 42
+
+
+def test_allowed_restricts_the_types_a_peer_may_send():
+    frame = P.encode("welcome", node=1, heartbeat=0.2, liveness=3)
+    with pytest.raises(P.ProtocolError) as e:
+        P.decode(frame, allowed=P.CLIENT_TYPES | P.NODE_TYPES)
+    assert e.value.code == "unknown-type"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_decode_of_random_bytes_raises_only_protocol_errors(b):
+    try:
+        P.decode(b)
+    except P.ProtocolError:
+        pass
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=10),
+                           lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+                           max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(P.SCHEMAS)), st.dictionaries(st.sampled_from(["id", "job", "node", "request", "runtime",
+                                                                         "pid", "host", "rank", "attempt", "x"]),
+                                                        json_values, max_size=6))
+def test_decode_of_random_maps_raises_only_protocol_errors(t, fields):
+    try:
+        m = P.decode(msgpack.packb({"v": 1, "type": t, **fields}))
+    except P.ProtocolError:
+        return
+    assert m["type"] == t  # what passes has every required field
+    for k, (_, required) in P.SCHEMAS[t].items():
+        assert not required or k in m
+
+
+# ---------------------------------------------------------------------- daemon handlers in memory
+
+
+class Stub:
+    """A daemon with no sockets: frames in through handle(), frames out of the outbox."""
+
+    def __init__(self, home, **cfg):
+        cfg = {"topology": "hypercube:2", "allocator": "buddy", "scheduler": "fcfs", "time_unit": 0.01, **cfg}
+        self.d = Daemon(home, cfg, grace=0.5)
+        self.rid = 0
+
+    def send(self, ident: bytes, type_, **f):
+        self.d.handle([ident, P.encode(type_, **f)])
+        out = [(i, P.decode(fr, max_size=P.MAX_REPLY)) for i, fr in self.d.outbox]
+        self.d.journal.commit()
+        self.d.outbox.clear()
+        return out
+
+    def call(self, type_, **f):
+        self.rid += 1
+        out = self.send(b"client", type_, id=self.rid, **f)
+        replies = [m for i, m in out if i == b"client"]
+        assert len(replies) == 1, replies
+        return replies[0]
+
+    def register_all(self, pid=100):
+        runs = []
+        for n in range(self.d.topology.size):
+            out = self.send(b"n%d" % n, "register", node=n, pid=pid + n, host="h")
+            assert out[0][1]["type"] == "welcome"
+            runs += [(i, m) for i, m in out if m["type"] == "run"]
+        return runs
+
+
+def test_submit_runs_on_registered_nodes_and_completes(tmp_path):
+    s = Stub(tmp_path)
+    r = s.call("submit", request={"cube": 1}, runtime=2)
+    assert r["type"] == "ok" and r["data"]["state"] == "queued"  # no node is up yet
+    runs = s.register_all()
+    assert sorted(m["node"] for _, m in runs) == [0, 1]
+    assert all(i == b"n%d" % m["node"] and m["nodes"] == [0, 1] for i, m in runs)
+    assert {m["rank"] for _, m in runs} == {0, 1}
+    assert runs[0][1]["runtime_s"] == pytest.approx(2 * 0.01)
+    jid = r["data"]["job"]
+    for i, m in runs:
+        out = s.send(i, "task_done", node=m["node"], job=jid, attempt=1, rank=m["rank"], status=0, usage={"utime": 0.5})
+        assert out[0][1]["type"] == "ack"
+    q = s.call("queue", all=True)["data"]["jobs"]
+    assert q[0]["state"] == "completed" and q[0]["exit"] == [0, 0] and q[0]["usage"]["utime"] == 1.0
+    assert [n["state"] for n in s.call("nodes")["data"]["nodes"]] == ["idle"] * 4
+
+
+def test_bad_requests_get_clear_errors_and_change_nothing(tmp_path):
+    s = Stub(tmp_path)
+    s.register_all()
+    r = s.call("submit", request={"cube": 3}, runtime=1)
+    assert r["type"] == "error" and r["code"] == "bad-request" and "3-cube" in r["message"]
+    r = s.call("cancel", job=99)
+    assert r["type"] == "error" and r["code"] == "not-active"
+    out = s.send(b"stranger", "task_done", node=0, job=1, attempt=1, rank=0, status=0, usage={})
+    assert out[0][1]["code"] == "unregistered"
+    out = s.send(b"n0", "task_done", node=1, job=1, attempt=1, rank=0, status=0, usage={})
+    assert out[0][1]["code"] == "bad-node"
+    out = s.send(b"x", "register", node=4, pid=1, host="h")
+    assert out[0][1]["code"] == "bad-node"
+    s.d.handle([b"x", b"a", b"b"])
+    assert P.decode(s.d.outbox.pop()[1])["code"] == "frames"
+    assert s.call("queue", all=True)["data"]["jobs"] == []
+    assert s.d.next_id == 1
+
+
+def test_missed_heartbeats_requeue_then_fail(tmp_path):
+    s = Stub(tmp_path, max_requeue=1)
+    s.register_all()
+    jid = s.call("submit", request={"cube": 1}, runtime=5)["data"]["job"]
+    job = s.d.jobs[jid]
+    assert job.state == "running" and job.nodes == [0, 1]
+    s.d.nodes[0].last = time.monotonic() - 10  # node 0 went silent
+    s.d._purge(time.monotonic())
+    kills = [(i, P.decode(f)) for i, f in s.d.outbox if P.decode(f)["type"] == "kill"]
+    assert [i for i, _ in kills] == [b"n1"]  # the other task is killed
+    assert job.state == "running" and job.attempt == 2 and 0 not in job.nodes  # requeued elsewhere
+    s.d.outbox.clear()
+    s.d.nodes[job.nodes[0]].last = time.monotonic() - 10
+    s.d._purge(time.monotonic())
+    assert job.state == "failed" and "node faults" in job.reason
+    assert s.d.node_state(0) == "down"
+    s.d.outbox.clear()
+    out = s.send(b"n0-again", "register", node=0, pid=999, host="h")  # it comes back
+    assert out[0][1]["type"] == "welcome" and s.d.node_state(0) == "idle"
+
+
+def test_journal_replay_rebuilds_the_policy_state(tmp_path):
+    s = Stub(tmp_path)
+    s.register_all()
+    a = s.call("submit", request={"cube": 1}, runtime=5)["data"]["job"]
+    b = s.call("submit", request={"cube": 2}, runtime=5)["data"]["job"]  # waits behind a
+    c = s.call("submit", request={"cube": 0}, runtime=5)["data"]["job"]
+    s.call("cancel", job=c)
+    s.d.journal.commit()
+    before = {j: (r.state, r.nodes, r.attempt) for j, r in s.d.jobs.items()}
+    s.d.journal.db.close()
+    d2 = Daemon(tmp_path, {}, grace=0.5)  # the settings come from the journal
+    assert {j: (r.state, r.nodes, r.attempt) for j, r in d2.jobs.items()} == before
+    assert before[a][0] == "running" and before[b][0] == "queued" and before[c][0] == "cancelled"
+    assert d2.allocator.free_count == 2 and d2.next_id == c + 1
+    assert d2.quarantine.down == set()  # nodes up before the crash get a grace period
+    with pytest.raises(ValueError, match="journal was started with"):
+        Daemon(tmp_path, {"topology": "hypercube:3"})
+
+
+def test_reregistration_reconciles_tasks(tmp_path):
+    s = Stub(tmp_path)
+    s.register_all()
+    jid = s.call("submit", request={"cube": 1}, runtime=5)["data"]["job"]
+    # node 0 reconnects (same process): it reports its task alive and a stale one to kill
+    out = s.send(b"n0b", "register", node=0, pid=100, host="h",
+                 tasks=[{"job": jid, "attempt": 1, "rank": 0, "pid": 7}, {"job": 55, "attempt": 1, "rank": 0, "pid": 8}])
+    types = [(m["type"], m.get("job")) for _, m in out]
+    assert ("kill", 55) in types and ("run", jid) not in types
+    # node 1 reconnects without its task and with its result: counted once, acked
+    out = s.send(b"n1b", "register", node=1, pid=101, host="h",
+                 finished=[{"job": jid, "attempt": 1, "rank": 1, "status": 0, "usage": {}}])
+    assert ("ack", jid) in [(m["type"], m.get("job")) for _, m in out]
+    s.send(b"n0b", "task_done", node=0, job=jid, attempt=1, rank=0, status=0, usage={})
+    assert s.d.jobs[jid].state == "completed"
+    # a node restarted (new pid) loses its tasks: the job is requeued
+    j2 = s.call("submit", request={"cube": 0}, runtime=5)["data"]["job"]
+    n = s.d.jobs[j2].nodes[0]
+    s.send(b"new", "register", node=n, pid=4242, host="h")
+    assert s.d.jobs[j2].attempt == 2 and s.d.jobs[j2].faults == 1
