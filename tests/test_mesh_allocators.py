@@ -294,10 +294,14 @@ def test_multiple_buddy_on_a_non_power_of_two_mesh():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 64), min_size=1, max_size=12))
-def test_multiple_buddy_gives_exactly_p_in_power_of_two_squares(ps):
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 64)), min_size=1, max_size=20))
+def test_multiple_buddy_gives_exactly_p_in_power_of_two_squares(ops):
     mb = allocators.create("multiple-buddy", "mesh:8x8")
-    for p in ps:
+    live = []
+    for release, p in ops:
+        if release and live:
+            mb.release(live.pop(p % len(live)))
+            continue
         free = mb.free_count
         a = mb.allocate(Request.processors(p))
         if p > free:
@@ -308,8 +312,23 @@ def test_multiple_buddy_gives_exactly_p_in_power_of_two_squares(ps):
         for piece in a.pieces:
             assert piece.w == piece.h and piece.w & (piece.w - 1) == 0
             assert piece.x % piece.w == 0 and piece.y % piece.h == 0  # buddy-aligned
-        # No more than three squares of any side beyond those forced by division.
-        assert sum(piece.size for piece in a.pieces) == p
+        # Division only moves demand to smaller squares: no square is larger than the
+        # largest one in p's base-4 digits.
+        assert max(piece.w for piece in a.pieces) ** 2 <= 4 ** (len(mb.squares(p)) - 1)
+        live.append(a)
+    for a in live:
+        mb.release(a)
+    # Every buddy merged back: the whole 8x8 is one square again.
+    assert mb.allocate(Request.processors(64)).pieces == (Submesh(0, 0, 8, 8),)
+
+
+def test_multiple_buddy_merges_only_within_its_root_squares():
+    mb = allocators.create("multiple-buddy", "mesh:6x4")
+    a = mb.allocate(Request.processors(24))
+    mb.release(a)
+    assert mb.allocate(Request.processors(16)).pieces == (Submesh(0, 0, 4, 4),)
+    # The 2x4 strip is two 2x2 roots; they never merge into a 4x4.
+    assert mb.allocate(Request.processors(8)).pieces == (Submesh(4, 0, 2, 2), Submesh(4, 2, 2, 2))
 
 
 # ----------------------------------------------------------------------- errors
