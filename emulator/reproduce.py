@@ -590,8 +590,10 @@ def write_report(path: Path, exp: Experiment, res: Results, check: Check, quick:
               f"({summary['replications_computed']} computed in this invocation, "
               f"{summary['wall_seconds']:.1f} s)."]
     if capped:
+        why = ("the quick form's cap: its short runs are not meant to meet the target" if quick else
+               "past saturation the delay grows with the length of the run, so runs disagree")
         lines.append(f"{len(capped)} point(s) reached the cap of {cap} replications without the "
-                     "target precision (past saturation the delay grows with the run, so runs disagree):")
+                     f"target precision ({why}):")
         for p in capped[:40]:
             lines.append(f"- {_short(p.params)}")
     path.write_text("\n".join(lines) + "\n")

@@ -3,7 +3,10 @@
 One heap of events ordered by ``(time, kind, seq)``: at equal times departures come first
 (so the nodes a job frees are there for a job arriving at the same instant, as in the lazy
 paper's event-driven simulator), then a discipline's timers, then arrivals; ``seq`` breaks the
-remaining ties in insertion order, so a run is a pure function of its job stream. Arrivals are
+remaining ties in insertion order, so a run is a pure function of its job stream. The
+discipline's one pending timer (``next_wakeup``) is kept beside the heap and taken at exactly
+that place in the order, so a timer superseded before it fires costs nothing and is not
+counted: ``events`` = arrivals + departures + timers that fired. Arrivals are
 pulled from the job iterator one at a time, so memory grows with the jobs in the system, not
 with the length of the run.
 

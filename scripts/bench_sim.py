@@ -128,6 +128,8 @@ def measure(scheduler: str, service: str, T: float, repeat: int) -> dict:
 
 
 def _module_of(filename: str) -> str:
+    if filename.startswith("~") or filename.startswith("<"):
+        return "(built-ins)"
     p = Path(filename)
     try:
         return str(p.resolve().relative_to(ROOT))
@@ -203,7 +205,7 @@ def report(out: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    c = Console()
+    c = Console(width=None if sys.stdout.isatty() else 120)
     if out["warning"]:
         c.print(f"[bold red]WARNING:[/] {out['warning']}")
     r0 = out["runs"][0]

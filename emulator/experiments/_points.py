@@ -68,10 +68,11 @@ def joblist_point(params: dict, seed: int) -> dict:
     jobs = fixed_jobs(params["topology"], params["jobs"], params.get("size", "uniform"),
                       params.get("service", "uniform"), params.get("service_mean", 5.0),
                       params.get("demand", "dependent"), seed, load=params["load"])
-    res = Simulation(_discipline(params), jobs).run()
-    m = res.metrics
-    return {"completion_time": float(m["observation_time"]), "last_arrival": float(jobs[-1].submit),
-            "mean_queueing_delay": float(m["mean_queueing_delay"])}
+    res = Simulation(_discipline(params), jobs, keep_records=True).run()
+    # the last departure, not the simulator's end: a discipline's timer (lazy's starvation
+    # threshold) may still fire after the last job has left
+    return {"completion_time": max(r.end for r in res.records), "last_arrival": float(jobs[-1].submit),
+            "mean_queueing_delay": float(res.metrics["mean_queueing_delay"])}
 
 
 @functools.lru_cache(maxsize=4)
@@ -97,15 +98,27 @@ def trace_point(params: dict, seed: int) -> dict:
     jobs = _trace(str(trace_path(params["trace"])), params["topology"], params.get("time_unit", 1.0))
     limit = params.get("limit")
     jobs = list(jobs[:limit] if limit else jobs)
-    res = Simulation(_discipline(params), jobs).run()
+    res = Simulation(_discipline(params), jobs, keep_records=True).run()
     m = res.metrics
     out = {k: float(m[k]) for k in BASIC}
     out["mean_wait"] = out["mean_queueing_delay"]
     out["mean_runtime"] = sum(j.runtime for j in jobs) / len(jobs)
-    out["makespan"] = float(m["observation_time"])
+    # over [first submit, last departure]: the simulator's own window would also count a
+    # discipline timer firing after the last departure
+    first = min(j.submit for j in jobs)
+    end = max(r.end for r in res.records)
+    size = res.records and _size(params["topology"])
+    out["makespan"] = end - first
+    out["utilization"] = sum(r.given * (r.end - r.start) for r in res.records) / (size * (end - first))
     for size, v in m["per_size"].items():
         out[f"wait@{size}"] = float(v["mean_wait"])
     return out
+
+
+def _size(topology) -> int:
+    from scheduler.topology import parse_topology
+
+    return parse_topology(topology).size
 
 
 def finite(v) -> bool:

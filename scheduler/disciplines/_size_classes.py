@@ -23,6 +23,7 @@ distribution of a named reference workload, computed exactly from the topology:
 """
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from collections.abc import Sequence
 
@@ -81,12 +82,17 @@ def _rect_unrestricted_limits(w: int, h: int, q: int) -> list[int]:
 
 
 def _processor_limits(topology, q: int) -> list[int]:
-    n = topology.size
+    # A count p is rounded up to the smallest achievable area w*h >= p, so the counts whose
+    # rounded size is at most an achievable area A are exactly 1..A: the limit nearest the
+    # target i*N/q is the achievable area nearest it, from below or above.
+    n, width, height = topology.size, topology.width, topology.height
     out = []
     for i in range(1, q):
-        p = max(1, -(-i * n // q))
-        w, h = topology.smallest_submesh(p)
-        out.append(w * h)
+        target = i * n / q
+        below = max(w * min(height, int(target) // w) for w in range(1, width + 1))
+        w, h = topology.smallest_submesh(max(1, math.ceil(target)))
+        above = w * h
+        out.append(below if below >= 1 and target - below <= above - target else above)
     return out
 
 
@@ -178,4 +184,37 @@ class SizeClasses:
         return {"limits": list(self.limits), "preset": self.preset}
 
 
-__all__ = ["SizeClasses", "check_params", "int_param", "per_queue"]
+class MemoStart:
+    """Mixin for a :class:`Discipline`: ``_attempt(job, now)`` is ``_try_start`` that does not
+    ask the allocator again for a request that already failed while the machine is unchanged.
+
+    Only the discipline allocates and releases on its allocator (base ``_try_start`` and
+    ``depart``), and an allocator's answer is a function of its state and the request, so a
+    request that failed fails again until a start or a release: skipping it changes no
+    decision. It keeps the multi-queue passes (which retry every waiting job at every event)
+    cheap at arrivals. ``allocator.used`` is part of the key as a guard against a change made
+    behind the discipline's back.
+    """
+
+    _memo_version = 0
+    _memo_failed: dict
+
+    def _attempt(self, job, now):
+        key = (self._memo_version, self.allocator.used)
+        failed = self._memo_failed
+        req = job.request
+        if failed.get(req) == key:
+            return None
+        s = self._try_start(job, now)
+        if s is None:
+            failed[req] = key
+        else:
+            self._memo_version += 1
+        return s
+
+    def _on_release(self, start, now):
+        self._memo_version += 1
+        return []
+
+
+__all__ = ["MemoStart", "SizeClasses", "check_params", "int_param", "per_queue"]

@@ -52,7 +52,7 @@ from collections import deque
 from itertools import count, islice
 
 from scheduler.disciplines import register
-from scheduler.disciplines._size_classes import SizeClasses, check_params, per_queue
+from scheduler.disciplines._size_classes import MemoStart, SizeClasses, check_params, per_queue
 from scheduler.disciplines.base import Discipline, DisciplineError
 
 _NO_BOUND = float("inf")
@@ -65,7 +65,7 @@ def _default_bqsl(q: int) -> tuple[int, ...]:
 
 
 @register("bwq")
-class BWQ(Discipline):
+class BWQ(MemoStart, Discipline):
     """BWQ: size-class queues, circular-right BQ policy with BQSL, lookahead windows, Qboundary."""
 
     PARAMS = ("queues", "limits", "bqsl", "window", "back")
@@ -73,6 +73,7 @@ class BWQ(Discipline):
     def __init__(self, topology, allocator, **params):
         check_params("bwq", params, self.PARAMS)
         super().__init__(topology, allocator)
+        self._memo_failed: dict = {}
         self.classes = SizeClasses("bwq", topology, allocator, params.get("queues"),
                                    params.get("limits"), 3, "rect-unrestricted")
         q = self.classes.count
@@ -126,7 +127,7 @@ class BWQ(Discipline):
         for k, (seq, job) in enumerate(islice(q, self.window[c])):
             if seq > bound:
                 break
-            s = self._try_start(job, now)
+            s = self._attempt(job, now)
             if s is not None:
                 del q[k]
                 self._forget(job.id)
@@ -153,7 +154,7 @@ class BWQ(Discipline):
                     self.blocked_on = None
                     continue
                 job = q[k][1]
-                s = self._try_start(job, now)
+                s = self._attempt(job, now)
                 if s is None:
                     break
                 del q[k]

@@ -24,19 +24,19 @@ d_t is the mean queueing delay (start - submit) of all jobs allocated so far (th
 R/A of section 4.2, updated "every time a job is allocated"), and lambda the measured arrival
 rate, (arrivals - 1) / (last arrival - first arrival), i.e. one over the mean inter-arrival
 time. Until one job has been allocated and two have arrived apart in time there is no
-threshold. ``None`` disables the threshold (pure laziness; a job can then starve). A job has
-reached the threshold when ``now >= submit + threshold`` ("whenever the waiting time of a
-job *reaches* the threshold"). Note that d_t^2 lambda < d_t whenever d_t lambda < 1, so at
-light load the dynamic threshold is short and cuts laziness short.
+threshold. ``None`` (or ``"none"``) disables the threshold (pure laziness; a large job can
+then starve). A job has reached the threshold when ``now >= submit + threshold`` ("whenever
+the waiting time of a job *reaches* the threshold"). Note that d_t^2 lambda < d_t whenever
+d_t lambda < 1, so at light load the dynamic threshold is short and cuts laziness short.
 
 **Hand-over**: the departing job's Allocation is given to the head of Q_k as it is, without
 being released and re-allocated, so the head gets exactly "the released subsystem" whatever
 the allocator, and N_k does not change. When the allocation cannot serve the head as it is
-(a folded allocation, or a different shape of the same class: a 4x2 leaving and a 2x4 at the
-head on a mesh, 5 vs 8 processors with ``naive``) it is released and the head asks the
-allocator for its own request at once. N_k and Q_k are indexed by the class of the
-*allocation*: with size reduction a job of Q_k folded to a (k-1)-cube counts in N_{k-1}, and
-its cube is handed to Q_{k-1} when it leaves.
+(a folded allocation; a different shape of the same class, a 4x2 leaving and a 2x4 at the
+head on a mesh, 5 vs 8 processors with ``naive``; a node the live daemon has marked down),
+it is released and the head asks the allocator for its own request at once. N_k and Q_k are
+indexed by the class of the *allocation*: with size reduction a job of Q_k folded to a
+(k-1)-cube counts in N_{k-1}, and its cube is handed to Q_{k-1} when it leaves.
 
 **Gaps in the pseudo-code, filled in the default mode** (``literal=False``):
 
@@ -62,6 +62,12 @@ its cube is handed to Q_{k-1} when it leaves.
    Default: the hand-over/retry pass of gap 1 runs in the same event.
 6. *Cancel of the priority job* (not in the paper, both modes): stop_alloc is cleared.
 
+Cost: a head that failed is not tried again until something is released (allocations only
+take nodes away), and the oldest job is kept in a heap, so an event costs O(queues) plus
+the allocator calls that can succeed. ``tick`` forgets the failures, because the daemon
+calls it when a node comes back. Among jobs submitted at the same instant the earlier
+arrival is the older.
+
 ``literal=True`` runs the pseudo-code as printed: one Buddy_Request at an arrival, steps 1-4
 in that order at a departure (the priority job cannot use the departing cube), the oldest
 request checked only at departures, no timer, no retry pass.
@@ -80,6 +86,10 @@ from scheduler.jobs import JobError, Start
 def _parse_threshold(value):
     if value is None or value == "dynamic":
         return value
+    if value is False:  # ``--param threshold=off`` reads as False
+        return None
+    if isinstance(value, str) and value.strip().lower() in ("none", "off"):
+        return None
     if isinstance(value, str):
         try:
             value = float(value)
@@ -271,15 +281,13 @@ class Lazy(Discipline):
         self.N[k] -= 1
         started = []
         self._check_threshold(now)  # step 1 (both modes)
-        released = False
         if self.queues[k] and not self.stop_alloc:  # step 2: hand the subsystem over
             head = self.queues[k][0]
-            if not alloc.folds and self.allocator.normalize(head.request) == alloc.request:
+            if self._reusable(alloc, head):
                 self._pop_head(k)
                 started.append(self._record_start(self._start_on(head, alloc, now)))
             else:
                 self._release(alloc)
-                released = True
                 s = self._start_head(k, now)
                 if s is not None:
                     started.append(s)
@@ -289,12 +297,21 @@ class Lazy(Discipline):
                 s = self._start_head(self.Q_j, now)
                 if s is not None:
                     started.append(s)
-            if alloc is not None and not released:  # step 4
+            if alloc is not None:  # step 4
                 self._release(alloc)
             return started
-        if alloc is not None and not released:
+        if alloc is not None:
             self._release(alloc)
         return started + self._schedule(now)
+
+    def _reusable(self, alloc, head) -> bool:
+        """Whether the departing allocation serves ``head`` as it is: unfolded, the very
+        request the allocator would make for the head, and (under the live daemon's
+        quarantine) no node of it down."""
+        if alloc.folds or self.allocator.normalize(head.request) != alloc.request:
+            return False
+        down = getattr(self.allocator, "down", None)
+        return not down or down.isdisjoint(alloc.nodes)
 
     def tick(self, now):
         # A tick may follow a change the discipline cannot see (the daemon's quarantine

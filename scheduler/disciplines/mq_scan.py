@@ -35,14 +35,14 @@ from collections import deque
 from itertools import count
 
 from scheduler.disciplines import register
-from scheduler.disciplines._size_classes import SizeClasses, check_params
+from scheduler.disciplines._size_classes import MemoStart, SizeClasses, check_params
 from scheduler.disciplines.base import Discipline, DisciplineError
 
 _NO_BOUND = float("inf")
 
 
 @register("mq-scan")
-class MQScan(Discipline):
+class MQScan(MemoStart, Discipline):
     """MQ-SCAN: per-size FCFS queues served in c-scan order, non-blocking sweep when blocked."""
 
     PARAMS = ("queues", "limits", "boundary")
@@ -50,6 +50,7 @@ class MQScan(Discipline):
     def __init__(self, topology, allocator, **params):
         check_params("mq-scan", params, self.PARAMS)
         super().__init__(topology, allocator)
+        self._memo_failed: dict = {}
         self.classes = SizeClasses("mq-scan", topology, allocator, params.get("queues"),
                                    params.get("limits"), 5, "processors")
         self.use_boundary = params.get("boundary", True)
@@ -77,7 +78,7 @@ class MQScan(Discipline):
         """Start queue c's head jobs (seq <= bound) while they fit; True if the head blocked."""
         q = self.queues[c]
         while q and q[0][0] <= bound:
-            s = self._try_start(q[0][1], now)
+            s = self._attempt(q[0][1], now)
             if s is None:
                 return True
             q.popleft()

@@ -122,6 +122,7 @@ class Static(Discipline):
         self._class_of: dict = {}
         self._class_cache: dict = {}
         self._dirty: set = set()
+        self._seq = 0  # arrival order, to report simultaneous starts in that order
 
     def _size_class(self, request) -> int:
         k = self._class_cache.get(request)
@@ -131,13 +132,14 @@ class Static(Discipline):
 
     def _enqueue(self, job, now):
         k = self._size_class(job.request)
-        self.queues[k].append(job)
+        self._seq += 1
+        self.queues[k].append((self._seq, job))
         self._class_of[job.id] = k
         self._dirty.add(k)
 
     def _dequeue(self, job_id):
         k = self._class_of.pop(job_id)
-        self.queues[k] = deque(j for j in self.queues[k] if j.id != job_id)
+        self.queues[k] = deque(e for e in self.queues[k] if e[1].id != job_id)
 
     def tick(self, now):
         # A node the daemon's quarantine brought back may free a partition for any queue.
@@ -154,18 +156,20 @@ class Static(Discipline):
         for k in self._dirty:
             q = self.queues[k]
             while q:
-                s = self._try_start(q[0], now)
+                seq, job = q[0]
+                s = self._try_start(job, now)
                 if s is None:
                     break
                 q.popleft()
-                del self._class_of[s.job.id]
-                started.append(s)
+                del self._class_of[job.id]
+                started.append((seq, s))
         self._dirty.clear()
-        started.sort(key=lambda s: s.job.submit)
-        return started
+        if len(started) > 1:
+            started.sort(key=lambda e: e[0])
+        return [s for _, s in started]
 
     def waiting(self):
-        return sorted((j for q in self.queues for j in q), key=lambda j: j.submit)
+        return [j for _, j in sorted(e for q in self.queues for e in q)]
 
     def snapshot(self):
         busy = {}
@@ -174,7 +178,7 @@ class Static(Discipline):
         return {
             "discipline": self.name,
             "queues": [
-                {"name": f"Q_{k}", "class": k, "jobs": [j.id for j in q],
+                {"name": f"Q_{k}", "class": k, "jobs": [j.id for _, j in q],
                  "partition": [str(p) for p in self.allocator.partitions[k]],
                  "running": [busy.get(str(p)) for p in self.allocator.partitions[k]]}
                 for k, q in enumerate(self.queues)

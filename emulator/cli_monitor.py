@@ -1,0 +1,258 @@
+"""``mcemu monitor`` (the live Rich view of a running cluster) and ``mcemu demo`` (cluster up,
+a workload that keeps it busy, the monitor, a summary, cluster down).
+
+The demo runs its cluster in a fresh directory under MCEMU_HOME (so it never meets a cluster
+the user already runs there) and removes it afterwards. Every process of the cluster is
+recorded by pid and create time while it runs; at the end the cluster's own shutdown
+(``stop_cluster``) stops it, and whatever recorded process is still alive after that is
+killed by pid and reported.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from emulator import home as homemod
+from emulator.cli import UsageError, print_json
+
+DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "seconds": 60.0,
+                 "load": 0.9, "time_unit": 0.2, "service_mean": 5.0}
+
+
+# ---------------------------------------------------------------------- monitor
+
+
+def cmd_monitor(args) -> int:
+    from emulator.client import ClientError
+    from emulator.monitor import app
+
+    try:
+        if args.once or args.json:
+            out = app.once(endpoint=args.connect, width=args.width, as_json=args.json, timeout=args.timeout)
+            if out:
+                sys.stdout.write(out + "\n")
+            return 0
+        app.run(endpoint=args.connect, events=args.events, fps=args.fps)
+    except ClientError as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
+# ---------------------------------------------------------------------- demo
+
+
+def _record(seen: dict, home: Path) -> None:
+    import psutil
+
+    from emulator.cli_cluster import cluster_processes
+
+    ps = cluster_processes(home)
+    for p in [ps["daemon"], ps["launcher"], *ps["tree"]]:
+        if p is None:
+            continue
+        try:
+            seen.setdefault(p.pid, p.create_time())
+        except psutil.Error:
+            pass
+
+
+def _alive(seen: dict) -> list:
+    import psutil
+
+    out = []
+    for pid, ct in seen.items():
+        try:
+            p = psutil.Process(pid)
+            if abs(p.create_time() - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def demo_jobs(topology: str, load: float, seconds: float, time_unit: float, n_jobs: int | None,
+              service_mean: float, seed: int, size_dist: str | None = None) -> list[dict]:
+    """The demo's workload (emulator.workloads): Poisson arrivals at ``load``; ``n_jobs`` of
+    them, or those arriving within ``seconds``. A mesh gets rectangles of any shape."""
+    from emulator import workloads
+    from scheduler.topology import parse_topology
+
+    topo = parse_topology(topology)
+    dist = size_dist or ("uniform" if topo.kind == "hypercube" else "rect-unrestricted")
+    w = workloads.make_workload(topo, load, dist, "uniform", service_mean=service_mean, seed=seed)
+    stream = w.jobs(n_jobs) if n_jobs else w.jobs(None, until=seconds / time_unit)
+    return [{"at": j.submit, "request": j.request.to_dict(), "runtime": j.runtime, "name": f"w{i}"}
+            for i, j in enumerate(stream, 1)]
+
+
+class Streamer(threading.Thread):
+    """Submits the jobs at their arrival times (model time x time unit after start)."""
+
+    def __init__(self, home: Path, jobs: list[dict], time_unit: float):
+        super().__init__(daemon=True, name="demo-workload")
+        self.home, self.jobs, self.unit = home, jobs, time_unit
+        self.halt = threading.Event()
+        self.submitted = 0
+        self.refused = 0
+        self.error: Exception | None = None
+
+    def run(self):
+        from emulator.client import Client, DaemonError
+
+        try:
+            with Client(home=self.home, timeout=5.0) as c:
+                t0 = time.monotonic()
+                for j in self.jobs:
+                    delay = t0 + j["at"] * self.unit - time.monotonic()
+                    if delay > 0 and self.halt.wait(delay):
+                        return
+                    if self.halt.is_set():
+                        return
+                    try:
+                        c.submit(j["request"], j["runtime"], j["name"])
+                        self.submitted += 1
+                    except DaemonError:
+                        self.refused += 1
+        except Exception as e:  # reported in the summary; the demo still shuts down cleanly
+            self.error = e
+
+
+def summary_rows(cfg: dict, m: dict, unit: float, wall: float, submitted: int) -> list[tuple[str, str]]:
+    def f(x, fmt="{:.3g}"):
+        return "-" if x is None else fmt.format(x)
+
+    return [
+        ("cluster", f"{cfg['topology']} · {cfg['allocator']} · {cfg['scheduler']}"),
+        ("time", f"{wall:.1f} s wall = {f(m['time'])} time units of {unit:g} s"),
+        ("jobs submitted", str(submitted)),
+        ("completed / failed / cancelled", f"{m['completed']} / {m['failed']} / {m['cancelled']}"),
+        ("still waiting / running at the end", f"{m['waiting']} / {m['running']}"),
+        ("utilization", f(m["utilization"], "{:.1%}")),
+        ("mean queueing delay", f"{f(m['mean_queueing_delay'])} u"),
+        ("mean turnaround", f"{f(m['mean_turnaround'])} u"),
+        ("throughput", f"{f(m['throughput'])} jobs/u"),
+        ("power (throughput / delay)", f(m["power"])),
+        ("external fragmentation (sampled)", f(m["external_fragmentation"], "{:.1%}")),
+    ]
+
+
+def cmd_demo(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from emulator.cli_cluster import start_cluster, stop_cluster
+    from emulator.client import Client, ClientError
+    from emulator.monitor import app
+
+    cfg = {"topology": args.topology or DEMO_DEFAULTS["topology"],
+           "allocator": args.allocator or DEMO_DEFAULTS["allocator"],
+           "scheduler": args.scheduler or DEMO_DEFAULTS["scheduler"]}
+    unit = args.time_unit or DEMO_DEFAULTS["time_unit"]
+    seconds = DEMO_DEFAULTS["seconds"] if args.seconds is None else args.seconds
+    load = args.load or DEMO_DEFAULTS["load"]
+    if seconds <= 0 or unit <= 0 or load <= 0 or (args.jobs is not None and args.jobs <= 0):
+        raise UsageError("--seconds, --time-unit, --load and --jobs must be > 0")
+    jobs = demo_jobs(cfg["topology"], load, seconds, unit, args.jobs, DEMO_DEFAULTS["service_mean"], args.seed)
+    err = Console(stderr=True)
+    base = homemod.home_dir()
+    home = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
+    seen: dict[int, float] = {}
+    feed = streamer = None
+    m = None
+    t_start = time.monotonic()
+    show = not args.no_monitor and not args.json
+    try:
+        err.print(f"[bold]mcemu demo[/]: starting {cfg['topology']} ({cfg['allocator']}, {cfg['scheduler']}), "
+                  f"time unit {unit:g} s, {len(jobs)} jobs at load {load:g} for up to {seconds:g} s ...")
+        start_cluster(home, cfg["topology"], cfg["allocator"], cfg["scheduler"], time_unit=unit)
+        _record(seen, home)
+        feed = app.Feed(home)
+        feed.sync()
+        streamer = Streamer(home, jobs, unit)
+        streamer.start()
+        t_start = time.monotonic()
+        deadline = t_start + seconds
+
+        def finished():  # a fixed number of jobs: stop once all of them ended
+            if not args.jobs or streamer.submitted + streamer.refused < len(jobs):
+                return False
+            s = feed.state
+            return sum(1 for j in s.jobs.values() if j.state in ("completed", "failed", "cancelled")) \
+                >= streamer.submitted
+
+        if show:
+            app.run(feed=feed, until=deadline, stop=finished)
+        else:
+            app.headless(feed, deadline, stop=finished)
+        wall = time.monotonic() - t_start
+        streamer.halt.set()
+        streamer.join(timeout=10)
+        _record(seen, home)
+        feed.drain()
+        with Client(home=home, timeout=5.0) as c:
+            feed.state.apply_jobs(c.queue(all=True)["jobs"])
+            now = c.status()["now"]
+        m = feed.state.metrics(now)
+    except ClientError as e:
+        raise UsageError(f"the demo cluster stopped answering: {e}") from None
+    finally:
+        if feed is not None:
+            feed.close()
+        if streamer is not None:
+            streamer.halt.set()
+        _record(seen, home)
+        res = stop_cluster(home)
+        left = _alive(seen)
+        for p in left:
+            try:
+                p.kill()
+            except Exception:
+                pass
+        shutil.rmtree(home, ignore_errors=True)
+    if streamer.error is not None:
+        err.print(f"[yellow]workload stream stopped early: {streamer.error}[/]")
+    rows = summary_rows(cfg, m, unit, wall, streamer.submitted)
+    if args.json:
+        print_json({"config": {**cfg, "time_unit": unit, "load": load, "seconds": seconds},
+                    "wall_seconds": wall, "submitted": streamer.submitted, "metrics": m,
+                    "pids": sorted(seen), "stopped": res["stopped"], "killed_after_shutdown": [p.pid for p in left]})
+        return 0
+    t = Table(title="mcemu demo: summary", title_justify="left", box=None, pad_edge=False,
+              header_style="bold", show_header=False)
+    t.add_column("metric", style="dim")
+    t.add_column("value", style="bold")
+    for k, v in rows:
+        t.add_row(k, v)
+    Console().print(t)
+    err.print(f"cluster down: {len(res['stopped'])} processes stopped"
+              + (f", {len(left)} killed by pid after the shutdown" if left else "; nothing left running"))
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("monitor", help="the live Rich view: node grid, queues, running jobs, metrics")
+    p.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    p.add_argument("--json", action="store_true", help="print the snapshot as one JSON document and exit")
+    p.add_argument("--width", type=int, help="columns for --once (default: the terminal's, 120 in a pipe)")
+    p.add_argument("--fps", type=float, default=5.0, help="redraws per second (default 5)")
+    p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
+    p.add_argument("--events", help="the daemon's event endpoint when --connect is tcp://")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
+    p.set_defaults(func=cmd_monitor)
+
+    p = sub.add_parser("demo", help="cluster up, a workload, the live monitor, a summary, cluster down")
+    p.add_argument("--topology", help=f"hypercube:N or mesh:WxH (default {DEMO_DEFAULTS['topology']})")
+    p.add_argument("--allocator", help=f"allocator (default {DEMO_DEFAULTS['allocator']})")
+    p.add_argument("--scheduler", help=f"discipline (default {DEMO_DEFAULTS['scheduler']})")
+    p.add_argument("--seconds", type=float, help=f"how long to run (default {DEMO_DEFAULTS['seconds']:g})")
+    p.add_argument("--jobs", type=int, help="submit this many jobs and stop when they are done (or at --seconds)")
+    p.add_argument("--load", type=float, help=f"offered load (default {DEMO_DEFAULTS['load']:g})")
+    p.add_argument("--time-unit", type=float, help=f"seconds per model time unit (default {DEMO_DEFAULTS['time_unit']:g})")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-monitor", action="store_true", help="run headless: only the summary")
+    p.add_argument("--json", action="store_true", help="headless; print the summary as one JSON document")
+    p.set_defaults(func=cmd_demo)

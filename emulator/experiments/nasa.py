@@ -1,0 +1,79 @@
+"""The NASA Ames iPSC/860 log (Parallel Workloads Archive, cleaned, SWF 2.2) replayed on a
+7-cube: a real workload for the lazy paper's claims.
+
+The log is read from ``../shared/traces/`` relative to the repository (``$MCEMU_TRACES``
+overrides the folder); it is not copied into the project.
+"""
+from __future__ import annotations
+
+from emulator.experiments import register
+from emulator.experiments._points import trace_point
+from emulator.reproduce import Check, Experiment, Panel, fmt
+
+PAPER = "Lazy scheduling journal paper (claims) on the NASA iPSC/860 log"
+TRACE = "NASA-iPSC-1993-3.1-cln.swf.gz"
+SCHEDULERS = ("fcfs", "scan-up", "lazy")
+ALLOCATORS = ("buddy", "free-list")
+QUICK_JOBS = 1500
+NAMES = {"fcfs": "FCFS", "scan-up": "Scan", "lazy": "Lazy"}
+SIZES = [2 ** k for k in range(8)]
+
+
+def _grid(quick):
+    return [{"trace": TRACE, "topology": "hypercube:7", "time_unit": 1.0, "scheduler": s, "allocator": a,
+             "limit": QUICK_JOBS if quick else None} for s in SCHEDULERS for a in ALLOCATORS]
+
+
+def _check(res):
+    c = Check()
+    w = lambda s, a: res.mean("mean_wait", scheduler=s, allocator=a)  # noqa: E731
+    c(w("lazy", "buddy") <= w("fcfs", "buddy"),
+      f"with buddy, lazy's mean wait is at most FCFS's ({fmt(w('lazy', 'buddy'))} s vs {fmt(w('fcfs', 'buddy'))} s)")
+    c(w("scan-up", "buddy") <= w("fcfs", "buddy"),
+      f"with buddy, scan's mean wait is at most FCFS's ({fmt(w('scan-up', 'buddy'))} s vs {fmt(w('fcfs', 'buddy'))} s)")
+    alloc = abs(w("fcfs", "buddy") - w("fcfs", "free-list"))
+    sched = abs(w("fcfs", "buddy") - w("lazy", "buddy"))
+    c(alloc < sched, f"changing the allocator under FCFS (|{fmt(alloc)}| s) matters less than changing "
+      f"FCFS to lazy under buddy (|{fmt(sched)}| s)")
+    return c
+
+
+def _settings(quick):
+    n = f"the first {QUICK_JOBS} jobs" if quick else "all 18,239 jobs"
+    return (f"{TRACE} ({n}), replayed on a 7-cube (128 nodes, the iPSC/860's size) with time in seconds: "
+            "each job arrives at its logged submit time, asks for its logged processor count (always a "
+            "power of two, so a cube) and runs for its logged run time (0-second jobs run 0.5 s). "
+            "Disciplines FCFS, scan-up and lazy (dynamic threshold), allocators buddy and free-list. The "
+            "replay is deterministic: one run per point. Utilization is the node-time used over "
+            "128 x (last departure - first submit).")
+
+
+NOTES = (
+    "**What the missing submit times mean.** The log records no wait times: its 'submit' times are "
+    "the times the jobs *started* on the real machine. Replaying them as arrivals therefore offers "
+    "our schedulers a stream that the real scheduler already spaced out so that every job found "
+    "room when it 'arrived'; any wait we measure is the delay a policy adds on top of a schedule "
+    "that was feasible, caused by fragmentation (the allocator cannot place a job where the real "
+    "machine did) or by the policy itself holding jobs back (lazy waits for a busy cube of the "
+    "same size; scan serves one size at a time). It is not the queueing delay users saw, which is "
+    "unknown, and the true queue never forms, so the load is low (utilization below one half) and "
+    "the disciplines can differ only through these effects. This favours FCFS: with no queue it "
+    "never holds a job that fits, while lazy is designed to delay jobs in anticipation of a queue. "
+    "Utilization is the same for every policy up to the last few jobs because every job runs and "
+    "the span is set by the arrivals, not by the policy. The checks are computed from the CSV.")
+
+
+register(Experiment(
+    "nasa-replay", PAPER, "real workload (no figure)", "NASA iPSC/860 log on a 7-cube",
+    "The lazy paper claims that lazy scheduling (and scan) give a lower queueing delay than FCFS, "
+    "and that a better allocator (free list) gains little compared with a better scheduler. We "
+    "test both on a real log instead of a synthetic workload.",
+    trace_point, _grid, ("mean_wait", "utilization") + tuple(f"wait@{p}" for p in SIZES) + ("makespan",),
+    [Panel("mean wait (s)", "mean_wait", x="allocator", series=lambda p: NAMES[p["scheduler"]],
+           ylabel="mean wait (s)", xlabel="allocator", kind="bar"),
+     Panel("utilization", "utilization", x="allocator", series=lambda p: NAMES[p["scheduler"]],
+           ylabel="utilization", xlabel="allocator", kind="bar"),
+     Panel("mean wait per job size", "wait@128", x="size", series=lambda p: f"{NAMES[p['scheduler']]} + {p['allocator']}",
+           ylabel="mean wait (s)", xlabel="job size (nodes)", logy=True,
+           xmetrics=[(p, f"wait@{p}") for p in SIZES])],
+    _check, settings=_settings, notes=NOTES, deterministic=True, layout=(1, 3)))

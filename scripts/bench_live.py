@@ -1,0 +1,150 @@
+#!/usr/bin/env python
+"""Benchmark the live cluster: start-up time and memory, submissions per second, and the
+latency from submit to every task running.
+
+Method
+  start-up: ``start_cluster`` (daemon + launcher forking one agent per node) until the daemon
+    reports every node registered; memory = sum of USS (unique set size, psutil) over the
+    daemon, the launcher and every node agent, read once the cluster is up and idle.
+  submissions/s: on an idle cluster, one client pipelines N submissions (window 1024) of a
+    whole-machine job with a long run time, so one runs and the rest queue: the daemon does
+    arrive + journal (one transaction per poll-loop batch) + reply for each. Rate = N / wall
+    time from the first send to the last acknowledgement.
+  latency: on an idle cluster, submit one k-cube job at a time; latency = from just before
+    the submit is sent to the receipt of the daemon's PUB event ``started`` (every task of
+    the job reported task_started, i.e. every child process was forked); the job then runs
+    for a short time and the next is submitted after its ``completed`` event.
+
+    python scripts/bench_live.py [--sizes 64,256,1024] [--submits 20000] [--latency-runs 200]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psutil  # noqa: E402
+
+from emulator.cli_cluster import cluster_processes, start_cluster, stop_cluster  # noqa: E402
+from emulator.client import Client, Events  # noqa: E402
+
+
+def uss_sum(home: Path) -> tuple[float, int]:
+    ps = cluster_processes(home)
+    procs = [p for p in [ps["daemon"], ps["launcher"], *ps["tree"]] if p is not None]
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_full_info().uss
+        except psutil.Error:
+            pass
+    return total / 2**20, len(procs)
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, math.ceil(q / 100 * len(xs)) - 1))]
+
+
+def with_cluster(n_nodes: int, fn, **kw):
+    home = Path(tempfile.mkdtemp(prefix="mcemu-bench-"))
+    os.environ["MCEMU_HOME"] = str(home)
+    dim = int(math.log2(n_nodes))
+    try:
+        st = start_cluster(home, f"hypercube:{dim}", kw.get("allocator", "buddy"), kw.get("scheduler", "fcfs"),
+                           time_unit=kw.get("time_unit", 0.01), heartbeat=kw.get("heartbeat"), timeout=120)
+        return fn(home, st)
+    finally:
+        stop_cluster(home)
+
+
+def bench_startup(n):
+    def fn(home, st):
+        time.sleep(1.0)  # let start-up transients (imports, first heartbeats) settle
+        mb, count = uss_sum(home)
+        return {"nodes": n, "startup_s": round(st["startup_s"], 2), "uss_total_mib": round(mb, 1),
+                "uss_per_node_mib": round(mb / n, 2), "processes": count}
+    return with_cluster(n, fn)
+
+
+def bench_submits(n_nodes, n_submits):
+    def fn(home, st):
+        dim = int(math.log2(n_nodes))
+        jobs = [{"request": {"cube": dim}, "runtime": 1e6}] * n_submits
+        with Client(home=home, timeout=30) as c:
+            c.submit_many(jobs[:500])  # warm-up
+            t = time.perf_counter()
+            ids = c.submit_many(jobs[500:], window=1024)
+            dt = time.perf_counter() - t
+        assert all(isinstance(i, int) for i in ids)
+        return {"nodes": n_nodes, "submits": len(ids), "seconds": round(dt, 3), "per_second": round(len(ids) / dt)}
+    return with_cluster(n_nodes, fn)
+
+
+def bench_latency(n_nodes, sizes, runs):
+    def fn(home, st):
+        out = {}
+        ev = Events(home=home, topics=(b"job",))
+        time.sleep(0.3)  # a SUB needs a moment to be connected before the first event
+        with Client(home=home, timeout=10) as c:
+            for k in sizes:
+                lat = []
+                for _ in range(runs):
+                    t = time.perf_counter()
+                    jid = c.submit({"cube": k}, runtime=2)  # 20 ms of run time
+                    started = None
+                    while True:
+                        r = ev.recv(10)
+                        assert r is not None, "no event"
+                        m = r[1]
+                        if m["job"] != jid:
+                            continue
+                        if m["state"] == "started" and started is None:
+                            started = time.perf_counter() - t
+                        if m["state"] in ("completed", "failed"):
+                            break
+                    lat.append(started * 1000)
+                out[f"{1 << k}-node job"] = {"runs": runs, "p50_ms": round(pct(lat, 50), 2),
+                                             "p99_ms": round(pct(lat, 99), 2), "max_ms": round(max(lat), 2)}
+        ev.close()
+        return out
+    return with_cluster(n_nodes, fn)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--sizes", default="64,256,1024")
+    ap.add_argument("--submits", type=int, default=20000)
+    ap.add_argument("--latency-runs", type=int, default=200)
+    ap.add_argument("--skip", default="", help="comma list of: startup,submits,latency")
+    a = ap.parse_args(argv)
+    skip = set(a.skip.split(","))
+    res = {"cpu_count": os.cpu_count()}
+    if "startup" not in skip:
+        res["startup"] = []
+        for n in map(int, a.sizes.split(",")):
+            r = bench_startup(n)
+            print(json.dumps(r), flush=True)
+            res["startup"].append(r)
+    if "submits" not in skip:
+        r = bench_submits(256, a.submits)
+        print(json.dumps(r), flush=True)
+        res["submits"] = r
+    if "latency" not in skip:
+        r = bench_latency(256, [4, 6], a.latency_runs)
+        print(json.dumps(r), flush=True)
+        res["latency"] = r
+    print(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
