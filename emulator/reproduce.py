@@ -521,7 +521,7 @@ def plot(exp: Experiment, res: Results, path: Path) -> None:
                         if _hashable(p.params.get(panel.x)) == x]
                 if vals:
                     ax.hlines(sum(vals) / len(vals), j - 0.45, j + 0.45, colors="k", linestyles="--", lw=1.2)
-        if panel.logy:
+        if panel.logy and any(t[1] > 0 for v in series.values() for t in v if math.isfinite(t[1])):
             ax.set_yscale("log")
         ax.set_title(panel.title, fontsize=10)
         ax.set_xlabel(panel.xlabel or panel.x)
@@ -540,12 +540,13 @@ def _finite(v):
     return v if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
 
 
-def panel_table(res: Results, panel: Panel) -> str:
+def panel_table(res: Results, panel: Panel, exact: bool = False) -> str:
     series = _panel_rows(res, panel)
     xs = sorted({t[0] for v in series.values() for t in v}, key=_sort_key)
     labs = list(series)
     head = f"| {panel.xlabel or panel.x} | " + " | ".join(labs) + " |"
-    lines = [f"**{panel.title}** — {panel.ylabel or panel.metric} (mean ± 95% CI half-width; * = cap reached)",
+    what = "one deterministic run" if exact else "mean ± 95% CI half-width; * = cap reached"
+    lines = [f"**{panel.title}** — {panel.ylabel or panel.metric} ({what})",
              "", head, "|" + "---|" * (len(labs) + 1)]
     for x in xs:
         cells = []
@@ -555,7 +556,7 @@ def panel_table(res: Results, panel: Panel) -> str:
                 cells.append("")
                 continue
             _, mu, hw, capped = hit[0]
-            cells.append(f"{fmt(mu)} ± {fmt(hw, 2)}" + ("*" if capped else ""))
+            cells.append(fmt(mu) if exact else f"{fmt(mu)} ± {fmt(hw, 2)}" + ("*" if capped else ""))
         lines.append(f"| {x} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -568,14 +569,14 @@ def write_report(path: Path, exp: Experiment, res: Results, check: Check, quick:
                                                  "not for conclusions)." if quick else ""), "",
              "## The paper's claim", "", exp.claim, "",
              "## Settings used", "", exp.settings_text(quick).strip(), "",
-             "Replications: independent seeds per replication (the same seeds across the points "
-             "of this experiment: common random numbers), "
-             + ("one run (the replay is deterministic)." if exp.deterministic else
+             ("Replications: one run per point (deterministic)." if exp.deterministic else
+              "Replications: independent seeds per replication (the same seeds across the points "
+              "of this experiment: common random numbers), "
                 f"at least {min_r}, at most {cap}, until the 95% confidence half-width of "
                 f"{', '.join(exp.stop_on or exp.metrics[:1])} is within {exp.precision:.0%} of its mean."),
              "", "## Our numbers", "", "![figure](figure.png)", ""]
     for panel in exp.panels:
-        lines += [panel_table(res, panel), ""]
+        lines += [panel_table(res, panel, exp.deterministic), ""]
     if exp.table:
         lines += [exp.table(res), ""]
     lines += ["## Check", ""]

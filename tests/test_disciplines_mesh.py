@@ -354,7 +354,11 @@ def test_default_limits_balance_the_reference_workloads():
     counts = [0] * 5
     for p in range(1, 1025):
         counts[d.classes.index(Request.processors(p))] += 1
-    assert all(abs(c - 1024 / 5) <= 8 for c in counts), counts
+    # Rounded sizes are achievable areas w*h, so each limit is the achievable area nearest
+    # i * 1024 / 5 and exactly that many counts fall at or below it.
+    cumulative = list(itertools.accumulate(counts))[:-1]
+    assert cumulative == list(d.classes.limits)
+    assert all(abs(c - i * 1024 / 5) <= 8 for i, c in enumerate(cumulative, 1)), counts
     # hypercube: dimensions split evenly; a small cube gets no more queues than sizes.
     cube = allocators.create("buddy", "hypercube:10")
     d = disciplines.create("mq-scan", cube.topology, cube)

@@ -42,7 +42,7 @@ def decode_event(frames) -> tuple[str, dict] | None:
     if topic != b"snapshot" or len(frame) > P.MAX_REPLY:
         return None
     try:
-        m = msgpack.unpackb(frame, raw=False, strict_map_key=False, max_buffer_size=P.MAX_REPLY)
+        m = msgpack.unpackb(frame, raw=False, strict_map_key=False)
     except Exception:  # any msgpack failure means the same: not an event
         return None
     if not isinstance(m, dict) or m.get("v") != P.VERSION or m.get("type") != "snapshot" \

@@ -222,11 +222,13 @@ class MonitorState:
             j = self._job(jid)
             if j.state not in ("queued",) and j.state not in FINAL:
                 j.state, j.nodes, j.start = "queued", [], None
-        # a job we believe runs but the daemon does not list: its end event was lost; the
-        # record is fetched again (missing())
-        for j in self.jobs.values():
-            if j.state == "running" and j.id not in running:
-                j.known = False
+        # a job we believe runs or waits but the daemon lists neither way: an event was
+        # lost (e.g. before the SUB socket joined); its record is fetched again (missing())
+        if "queued" in d:
+            qset = set(queued)
+            for j in self.jobs.values():
+                if (j.state == "running" and j.id not in running) or (j.state == "queued" and j.id not in qset):
+                    j.known = False
         # external fragmentation, sampled (see the module docstring)
         if queued and self._starts_seen == self._starts_at_last_snap:
             up = sum(1 for s in self.node_state if s != "down")

@@ -32,7 +32,7 @@ SPARK = "▁▂▃▄▅▆▇█"
 SIDE_MIN = 40          # columns the side regions need at least
 HEADER_H = FOOTER_H = 1
 METRICS_H = 7
-MACHINE_MIN_W = 30     # the machine panel's least inner width (its legend)
+MACHINE_MIN_W = 34     # the machine panel's least inner width (its legend)
 
 
 def job_colour(jid: int) -> str:
@@ -50,6 +50,10 @@ def _fmt(x, unit="", digits=3) -> str:
         s = f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
         return s + unit
     return f"{x}{unit}"
+
+
+def _dur(x) -> str:
+    return "-" if x is None else f"{x:.1f}u"
 
 
 def _pct(x) -> str:
@@ -194,9 +198,9 @@ def machine_panel(machine: dict, max_w: int, max_h: int) -> tuple[Panel, int, in
     cw, half = grid_mode(machine, max_w, max_h)
     inner_w = _row_label_width(machine) + cw * machine["width"]
     c = machine.get("counts") or {}
-    title = (f"machine · {c.get('busy', 0)} busy · {c.get('idle', 0)} idle · "
+    title = (f"machine: {c.get('busy', 0)} busy {c.get('idle', 0)} idle "
              + (f"[bold red]{c['down']} down[/]" if c.get("down") else "0 down")
-             + (f" · {c['suspended']} susp" if c.get("suspended") else ""))
+             + (f" {c['suspended']} susp" if c.get("suspended") else ""))
     width = max(inner_w, MACHINE_MIN_W) + 2
     rows = (machine["height"] + 1) // 2 if half else machine["height"]
     head = 1 if _col_header(machine, cw, half).plain else 0
@@ -337,7 +341,7 @@ def running_panel(running: list, width: int, max_h: int, time_unit: float) -> tu
         style = f"black on {job_colour(jid)}" if r["state"] == "running" else f"bold {job_colour(jid)} on {SUSP_BG}"
         t.add_row(Text(f"{jid:>3}" + ("z" if r["state"] == "suspended" else ""), style=style),
                   r.get("request") or "-", r.get("allocation") or f"{r['nodes']} nodes",
-                  _fmt(r.get("elapsed"), "u"), _fmt(r.get("remaining"), "u"))
+                  _dur(r.get("elapsed")), _dur(r.get("remaining")))
     parts = [t]
     if len(show) < len(running):
         parts.append(Text(f"… {len(running) - len(show)} more running", style="dim"))

@@ -1,0 +1,74 @@
+"""``mcemu reproduce``: re-run a figure or table of the papers (CSV, PNG, REPORT.md)."""
+from __future__ import annotations
+
+import sys
+
+from emulator.cli import UsageError, print_json
+
+
+def _list(args) -> int:
+    from emulator import experiments
+
+    exps = experiments.all_experiments()
+    if args.json:
+        print_json([{"name": e.name, "paper": e.paper, "figure": e.figure, "title": e.title} for e in exps])
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(show_header=True, header_style="bold")
+    for col in ("experiment", "paper", "figure", "what"):
+        t.add_column(col)
+    for e in exps:
+        t.add_row(e.name, e.paper, e.figure, e.title)
+    Console().print(t)
+    return 0
+
+
+def run(args) -> int:
+    from emulator import experiments
+    from emulator.reproduce import _jsonable, run_experiment
+
+    if args.list:
+        return _list(args)
+    if not args.name:
+        raise UsageError("give an experiment NAME (see `mcemu reproduce --list`)")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be >= 1")
+    if args.name not in experiments.names():
+        raise UsageError(f"unknown experiment {args.name!r}; known: {', '.join(experiments.names())}")
+    exp = experiments.get(args.name)
+    summary = run_experiment(exp, args.out, quick=args.quick, jobs=args.jobs,
+                             progress=None if not args.json else False)
+    if args.json:
+        print_json(_jsonable(summary))
+        return 0
+    from rich.console import Console
+
+    c = Console()
+    colour = {"agree": "green", "partly agree": "yellow", "disagree": "red"}.get(summary["verdict"], "white")
+    c.print(f"[bold]{exp.name}[/] ({exp.paper}, {exp.figure}): verdict [{colour}]{summary['verdict']}[/]")
+    for item in summary["checks"]:
+        c.print(f"  {'[green]✓[/]' if item['holds'] else '[red]✗[/]'} {item['claim']}", highlight=False)
+    capped = sum(p["capped"] for p in summary["points"])
+    c.print(f"{len(summary['points'])} points, {summary['replications_computed']} runs computed in "
+            f"{summary['wall_seconds']:.1f} s" + (f", {capped} point(s) at the replication cap" if capped else ""))
+    for k in ("REPORT.md", "figure.png", "results.csv"):
+        c.print(f"  {summary['outputs'][k]}", highlight=False)
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("reproduce", help="re-run a figure or table of the papers: CSV, PNG plot, report",
+                       description="Run one experiment of the papers in the simulator, with "
+                                   "replications until the 95%% confidence half-width is within 5%% "
+                                   "of the mean, and write DIR/NAME/{results.csv,figure.png,REPORT.md}. "
+                                   "Finished replications are kept in DIR/NAME/runs.jsonl, so an "
+                                   "interrupted run resumes.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="experiment name (see --list)")
+    p.add_argument("--out", default="results", metavar="DIR", help="output folder (default ./results)")
+    p.add_argument("--quick", action="store_true", help="reduced grid, short runs: well under a minute")
+    p.add_argument("--jobs", type=int, default=None, metavar="J", help="worker processes (default: every core)")
+    p.add_argument("--list", action="store_true", help="name every experiment with its paper and figure")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON document")
+    p.set_defaults(func=run)

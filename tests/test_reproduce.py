@@ -1,0 +1,217 @@
+"""``mcemu reproduce``: the runner's confidence-interval and replication logic, resume after an
+interruption, the CLI, and every registered experiment's --quick form end to end."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+import struct
+
+import pytest
+
+from emulator import experiments
+from emulator.cli import main
+from emulator.reproduce import (CSV_TAIL, Check, Experiment, Panel, mean_ci, precise_enough, rep_seed,
+                                run_experiment, t975)
+
+# ------------------------------------------------------------------ statistics
+
+
+def test_mean_ci_hand_worked():
+    m, hw, n = mean_ci([1.0, 2.0, 3.0])
+    # s = 1, t_{0.975,2} = 4.303: hw = 4.303 / sqrt(3)
+    assert (m, n) == (2.0, 3)
+    assert hw == pytest.approx(4.303 / math.sqrt(3))
+    m, hw, n = mean_ci([5.0, float("nan"), float("inf"), 7.0])
+    assert (m, n) == (6.0, 2) and hw == pytest.approx(12.706 * 1.0)
+    assert mean_ci([4.0])[1] == math.inf
+    assert math.isnan(mean_ci([])[0])
+
+
+def test_t_quantiles_decrease_to_normal():
+    qs = [t975(df) for df in range(1, 200)]
+    assert all(a > b for a, b in zip(qs, qs[1:]))
+    assert qs[-1] == pytest.approx(1.96, abs=0.02)
+
+
+def test_stopping_rule():
+    assert precise_enough([10.0, 10.0, 10.0], 0.05)  # no spread
+    assert not precise_enough([10.0], 0.05)  # one value: no interval yet
+    assert not precise_enough([5.0, 15.0, 10.0], 0.05)
+    assert precise_enough([10.0, 10.1, 9.9, 10.0], 0.05)
+    assert precise_enough([float("nan")] * 3, 0.05)  # nothing to improve
+
+
+def test_seeds_are_distinct_and_stable():
+    seeds = [rep_seed("x", r) for r in range(100)]
+    assert len(set(seeds)) == 100
+    assert seeds == [rep_seed("x", r) for r in range(100)]
+    assert rep_seed("y", 0) != rep_seed("x", 0)
+
+
+# ------------------------------------------------------------------ a synthetic experiment
+
+CALLS: list = []
+
+
+def noisy_point(params, seed):
+    """mean 10, relative spread ``noise``; deterministic in the seed."""
+    CALLS.append((params["noise"], seed))
+    if params.get("explode_after") is not None and len(CALLS) > params["explode_after"]:
+        raise KeyboardInterrupt
+    rng = random.Random(seed)
+    return {"y": 10.0 * (1 + params["noise"] * rng.uniform(-1, 1)), "z": float(params["noise"])}
+
+
+def _synthetic(name="synthetic", explode_after=None, max_reps=12):
+    def grid(quick):
+        return [{"noise": n, "explode_after": explode_after} for n in ([0.0, 0.05, 2.0] if not quick else [0.0, 2.0])]
+
+    def check(res):
+        c = Check()
+        c(res.mean("y", noise=0.0) == 10.0, "the noiseless point has mean 10")
+        c(res.get(noise=2.0).capped, "the very noisy point hits the cap")
+        return c
+
+    return Experiment(name, "test paper", "Figure 0", "synthetic", "y is 10", noisy_point, grid, ("y", "z"),
+                      [Panel("y vs noise", "y", x="noise", series=lambda p: "y")], check,
+                      settings="none", min_reps=3, max_reps=max_reps, quick_reps=2)
+
+
+def test_replications_follow_the_ci(tmp_path):
+    CALLS.clear()
+    s = run_experiment(_synthetic(), tmp_path, jobs=1, progress=False)
+    pts = {p["params"]["noise"]: p for p in s["points"]}
+    assert pts[0.0]["replications"] == 3 and not pts[0.0]["capped"]  # min reps, exact
+    assert 3 <= pts[0.05]["replications"] < 12 and not pts[0.05]["capped"]
+    assert pts[2.0]["replications"] == 12 and pts[2.0]["capped"]
+    m = pts[0.05]["metrics"]["y"]
+    assert m["ci95"] <= 0.05 * m["mean"]
+    assert s["verdict"] == "agree"
+    assert len(CALLS) == s["replications_computed"] == sum(p["replications"] for p in s["points"])
+    # replication r of every point gets the same seed (common random numbers)
+    by_noise = {}
+    for noise, seed in CALLS:
+        by_noise.setdefault(noise, []).append(seed)
+    assert by_noise[0.0] == [rep_seed("synthetic", r) for r in range(3)]
+    assert by_noise[2.0][:3] == by_noise[0.0]
+
+
+def test_quick_caps_replications(tmp_path):
+    CALLS.clear()
+    s = run_experiment(_synthetic(), tmp_path, quick=True, jobs=1, progress=False)
+    assert [p["replications"] for p in s["points"]] == [2, 2]
+    assert s["quick"] and "Quick form" in (tmp_path / "synthetic" / "REPORT.md").read_text()
+
+
+def test_resume_after_interruption(tmp_path):
+    CALLS.clear()
+    full = run_experiment(_synthetic("resume-ref"), tmp_path / "ref", jobs=1, progress=False)
+    total = full["replications_computed"]
+    CALLS.clear()
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(_synthetic("resume", explode_after=7), tmp_path, jobs=1, progress=False)
+    runs = tmp_path / "resume" / "runs.jsonl"
+    assert len(runs.read_text().splitlines()) == 7  # every finished replication was kept
+    with runs.open("a") as f:
+        f.write('{"key": "cut short')  # a line torn by the interruption is ignored
+    CALLS.clear()
+    again = run_experiment(_synthetic("resume", explode_after=None), tmp_path, jobs=1, progress=False)
+    # the grid's params differ (explode_after) so compare counts, not keys: nothing rerun twice
+    assert again["replications_computed"] == total
+    CALLS.clear()
+    third = run_experiment(_synthetic("resume", explode_after=None), tmp_path, jobs=1, progress=False)
+    assert third["replications_computed"] == 0 and CALLS == []
+    assert [p["metrics"] for p in third["points"]] == [p["metrics"] for p in again["points"]]
+
+
+def test_resume_keeps_partial_work(tmp_path):
+    """Interrupt, then resume the *same* grid: only the missing replications run."""
+    CALLS.clear()
+    exp = _synthetic("partial")
+    with pytest.raises(KeyboardInterrupt):
+        orig = exp.point
+
+        def boom(params, seed, _n=[0]):
+            _n[0] += 1
+            if _n[0] > 5:
+                raise KeyboardInterrupt
+            return orig(params, seed)
+        exp.point = boom
+        run_experiment(exp, tmp_path, jobs=1, progress=False)
+    exp.point = orig
+    CALLS.clear()
+    s = run_experiment(exp, tmp_path, jobs=1, progress=False)
+    ref = run_experiment(_synthetic("partial"), tmp_path / "ref", jobs=1, progress=False)
+    assert s["replications_computed"] == ref["replications_computed"] - 5
+    assert [p["metrics"] for p in s["points"]] == [p["metrics"] for p in ref["points"]]
+
+
+def test_process_pool_matches_serial(tmp_path):
+    a = run_experiment(_synthetic("pool"), tmp_path / "a", jobs=1, progress=False)
+    b = run_experiment(_synthetic("pool"), tmp_path / "b", jobs=2, progress=False)
+    assert [p["metrics"] for p in a["points"]] == [p["metrics"] for p in b["points"]]
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_list_names_every_experiment(capsys):
+    assert main(["reproduce", "--list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in listed] and {e["name"] for e in listed} == set(experiments.names())
+    assert all(e["paper"] and e["figure"] for e in listed)
+    for want in ("lazy-fig3", "lazy-table1", "rsr-fig5", "helm-compare", "bwq-shapes", "nasa-replay"):
+        assert want in experiments.names()
+
+
+def test_cli_unknown_name_lists_names(capsys):
+    assert main(["reproduce", "no-such-figure"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-figure" in err and "lazy-fig3" in err and "helm-compare" in err
+
+
+def test_cli_json_run(tmp_path, capsys):
+    assert main(["reproduce", "lazy-fig6", "--quick", "--jobs", "1", "--out", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["experiment"] == "lazy-fig6" and doc["verdict"] in ("agree", "partly agree", "disagree")
+    assert (tmp_path / "lazy-fig6" / "REPORT.md").exists()
+
+
+# ------------------------------------------------------------------ every experiment, quick
+
+
+def _png_size(path):
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.mark.parametrize("name", experiments.names())
+def test_quick_form_outputs(name, tmp_path):
+    exp = experiments.get(name)
+    s = run_experiment(exp, tmp_path, quick=True, jobs=1, progress=False)
+    out = tmp_path / name
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert rows, "empty results.csv"
+    cols = list(rows[0])
+    assert cols[-len(CSV_TAIL):] == CSV_TAIL
+    npoints = len(exp.grid(True))
+    assert len(rows) == npoints * len(exp.metrics)
+    assert {r["metric"] for r in rows} == set(exp.metrics)
+    for r in rows:
+        float(r["mean"]), float(r["ci95"])
+        assert int(r["replications"]) >= 1 and r["capped"] in ("0", "1")
+    w, h = _png_size(out / "figure.png")
+    assert w > 300 and h > 200
+    import matplotlib.image
+
+    assert matplotlib.image.imread(str(out / "figure.png")).shape[:2] == (h, w)
+    report = (out / "REPORT.md").read_text()
+    assert "## The paper's claim" in report and "## Settings used" in report
+    verdicts = [ln for ln in report.splitlines() if ln.startswith("**Verdict: ")]
+    assert len(verdicts) == 1
+    assert s["verdict"] in ("agree", "partly agree", "disagree") and f"**Verdict: {s['verdict']}**" in verdicts[0]
+    assert s["checks"], "an experiment must check at least one sub-claim"
+    assert (out / "runs.jsonl").exists()
