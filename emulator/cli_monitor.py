@@ -219,7 +219,8 @@ def cmd_demo(args) -> int:
     if args.json:
         print_json({"config": {**cfg, "time_unit": unit, "load": load, "seconds": seconds},
                     "wall_seconds": wall, "submitted": streamer.submitted, "metrics": m,
-                    "pids": sorted(seen), "stopped": res["stopped"], "killed_after_shutdown": [p.pid for p in left]})
+                    "pids": sorted(seen), "processes": sorted([pid, ct] for pid, ct in seen.items()),
+                    "stopped": res["stopped"], "killed_after_shutdown": [p.pid for p in left]})
         return 0
     t = Table(title="mcemu demo: summary", title_justify="left", box=None, pad_edge=False,
               header_style="bold", show_header=False)

@@ -164,6 +164,10 @@ def _parse_line(text: str, path, lineno: int) -> SwfRecord:
     toks = text.split()
     if len(toks) != 18:
         raise SwfError(f"{path}:{lineno}: an SWF job line needs 18 fields, found {len(toks)}: {text.strip()[:80]!r}")
+    try:
+        return SwfRecord(*map(int, toks))  # the common case: every field an integer
+    except ValueError:
+        pass
     vals = []
     for i, tok in enumerate(toks):
         try:

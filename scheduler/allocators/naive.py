@@ -8,7 +8,7 @@ scattered piece.
 """
 from __future__ import annotations
 
-import heapq
+from heapq import merge
 
 from scheduler.allocators import register
 from scheduler.allocators.base import Allocator
@@ -25,9 +25,9 @@ class Naive(Allocator):
 
     def __init__(self, topology, **options):
         super().__init__(topology, **options)
-        # A heap of free ids gives the lowest p in O(p log N) without scanning the machine.
+        # The free ids kept sorted: the lowest p are one slice, a release one linear merge
+        # (both run in C), cheaper than a heap operation per node.
         self._free = list(range(topology.size))
-        self._is_free = bytearray([1]) * topology.size
 
     def normalize(self, request: Request) -> Request:
         if request.kind != "processors":
@@ -39,18 +39,16 @@ class Naive(Allocator):
 
     def _allocate(self, request: Request):
         p = request.processors_needed
-        if p > len(self._free):
+        free = self._free
+        if p > len(free):
             return None
-        taken = [heapq.heappop(self._free) for _ in range(p)]
-        for n in taken:
-            self._is_free[n] = 0
+        taken = free[:p]
+        del free[:p]
         return (Scattered(frozenset(taken)),)
 
     def _release(self, pieces):
         for piece in pieces:
-            for n in piece.node_ids:
-                self._is_free[n] = 1
-                heapq.heappush(self._free, n)
+            self._free = list(merge(self._free, sorted(piece.node_ids)))
 
     def free_nodes(self) -> frozenset:
-        return frozenset(i for i, f in enumerate(self._is_free) if f)
+        return frozenset(self._free)

@@ -150,14 +150,16 @@ class SizeClasses:
             if not isinstance(limits, Sequence) or not all(
                 isinstance(v, int) and not isinstance(v, bool) for v in limits
             ):
-                raise DisciplineError(f"{name}: limits must be a preset name or a list of processor counts, got {limits!r}")
+                raise DisciplineError(
+                    f"{name}: limits must be a preset name or a list of processor counts, got {limits!r}")
             lim = tuple(limits)
             if any(v < 1 for v in lim) or any(b <= a for a, b in zip(lim, lim[1:])):
-                raise DisciplineError(f"{name}: limits must be increasing positive processor counts, got {list(lim)}")
+                raise DisciplineError(
+                    f"{name}: limits must be increasing positive processor counts, got {list(lim)}")
             if lim and lim[-1] >= topology.size:
                 raise DisciplineError(
-                    f"{name}: limit {lim[-1]} leaves the last queue empty on {topology} ({topology.size} nodes)"
-                )
+                    f"{name}: limit {lim[-1]} leaves the last queue empty on {topology} "
+                    f"({topology.size} nodes)")
             if explicit_q and int_param(name, "queues", queues, 1) != len(lim) + 1:
                 raise DisciplineError(f"{name}: {queues} queues need {queues - 1} limits, got {len(lim)}")
             self.preset = None

@@ -32,8 +32,8 @@ Readings where the text leaves a gap:
   after submit + UBWT of the oldest LQ job (strictly larger, as the test is "larger than"),
   and the round at that ``tick`` moves it. A job passed over at the EQ head whose wait already
   exceeds UBWT goes straight to HQ (Figure 8.1 would put it in an LQ and move it at the next
-  LQ check; moving it now keeps the move time-exact). With HQ non-empty no tick is asked for: HQ's
-  blocked head stops every round until a departure.
+  LQ check; moving it now keeps the move time-exact). With a blocking HQ non-empty no tick
+  is asked for: HQ's head stops every round until a departure.
 * **The lookahead window.** The mean EQ length is the time-weighted mean of len(EQ) since
   the first arrival. Figure 8.1's ``while (EQ not empty && Cnt < LookaheadSize)`` taken
   literally never tries the EQ head when LookaheadSize is 0 (mean length 0), which would
@@ -65,7 +65,8 @@ from scheduler.disciplines.base import Discipline, DisciplineError
 
 
 def _coefficient(what: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value < 0):
         raise DisciplineError(f"helm parameter {what} must be a finite number >= 0, got {value!r}")
     return float(value)
 

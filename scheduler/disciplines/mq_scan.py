@@ -55,7 +55,8 @@ class MQScan(MemoStart, Discipline):
                                    params.get("limits"), 5, "processors")
         self.use_boundary = params.get("boundary", True)
         if not isinstance(self.use_boundary, bool):
-            raise DisciplineError(f"mq-scan parameter boundary must be true or false, got {self.use_boundary!r}")
+            raise DisciplineError(
+                f"mq-scan parameter boundary must be true or false, got {self.use_boundary!r}")
         self.queues: list[deque] = [deque() for _ in range(self.classes.count)]  # of (seq, job)
         self.current = 0
         self.boundary: float | None = None  # seq of the last job of the pass in service
