@@ -77,7 +77,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     meta = {}
     if homemod.journal_path(home).exists():
         j = Journal(homemod.journal_path(home))
-        meta = j.get_meta().get("config", {})
+        m = j.get_meta()
+        meta = {} if m.get("closed") else m.get("config", {})  # a cleanly closed journal is history
         j.db.close()
     topo = parse_topology(topology or meta.get("topology") or "hypercube:4")
     hb = heartbeat or meta.get("heartbeat") or 0.2

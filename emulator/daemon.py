@@ -113,8 +113,22 @@ class Daemon:
     def __init__(self, home: Path, config: dict | None = None, listen: str | None = None,
                  grace: float = 5.0, snapshot_every: float = 1.0, fsync: bool = False):
         self.home = Path(home)
-        self.journal = Journal(homemod.journal_path(self.home), fsync=fsync)
+        jpath = homemod.journal_path(self.home)
+        self.journal = Journal(jpath, fsync=fsync)
         meta = self.journal.get_meta()
+        if meta.get("closed"):
+            # the last daemon stopped cleanly (`mcemu down`): nothing to recover; keep its
+            # journal as history and start a new cluster, with new settings if asked
+            self.journal.db.close()
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            os.replace(jpath, jpath.with_name(f"journal.{stamp}.{os.getpid()}.db"))
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.unlink(str(jpath) + suffix)
+                except FileNotFoundError:
+                    pass
+            self.journal = Journal(jpath, fsync=fsync)
+            meta = {}
         given = {k: v for k, v in (config or {}).items() if v is not None}
         if meta.get("config"):
             cfg = dict(meta["config"])
@@ -707,6 +721,7 @@ class Daemon:
         try:
             self._flush()
         finally:
+            self.journal.set_meta(closed=True)
             self.journal.close()
             if self.ctx is not None:
                 self.router.close(linger=500)
@@ -758,10 +773,11 @@ def main(argv=None) -> int:
     try:
         d.serve()
     finally:
-        try:
-            (home / "daemon.pid").unlink()
-        except FileNotFoundError:
-            pass
+        for f in ("daemon.pid", "daemon.sock", "events.sock"):
+            try:
+                (home / f).unlink()
+            except FileNotFoundError:
+                pass
     return 0
 
 

@@ -13,8 +13,9 @@ cluster's t0: utilization = node-time of started jobs / (N T), mean queueing del
 over allocated jobs, throughput = C / T, mean turnaround over completed jobs. External
 fragmentation is the dissertation's "share of idle nodes at the moments the scheduler could
 allocate nothing while a job waited"; live we cannot see those moments, so it is sampled at
-every snapshot event (about 1 per second) at which jobs wait and no job started since the
-previous snapshot, and averaged over those samples (say so in the legend: "sampled").
+every snapshot event (about 1 per second) at which jobs wait (the daemon sends a snapshot
+after its scheduling pass, so at that moment the discipline placed nothing more), and
+averaged over those samples (the view says "sampled").
 The utilization history (the sparkline) is the exact busy share per bucket of model time,
 integrated from the jobs' start and end times, so a monitor attached late still shows it.
 """
@@ -100,8 +101,6 @@ class MonitorState:
         self._recent: deque = deque()  # (end, start, width) of closed runs, for the sparkline
         self._frag_sum = 0.0
         self._frag_n = 0
-        self._starts_seen = 0
-        self._starts_at_last_snap = 0
 
     # ------------------------------------------------------------------ inputs
 
@@ -149,8 +148,6 @@ class MonitorState:
                 j.allocation = r.get("allocation")
                 j.nodes = list(r.get("nodes") or [])
                 j.start, j.end = r.get("start"), r.get("end")
-                if r["state"] == "running" and j.state != "running":
-                    self._starts_seen += 1
                 j.state = r["state"]
             self._maybe_close(j)
 
@@ -178,7 +175,6 @@ class MonitorState:
             return
         att = info.get("attempt", j.attempt)
         if state == "running" and (j.state != "running" or att > j.attempt):
-            self._starts_seen += 1
             j.start = t
             j.end = None
             j.nodes = list(info.get("nodes") or [])
@@ -230,13 +226,12 @@ class MonitorState:
                 if (j.state == "running" and j.id not in running) or (j.state == "queued" and j.id not in qset):
                     j.known = False
         # external fragmentation, sampled (see the module docstring)
-        if queued and self._starts_seen == self._starts_at_last_snap:
+        if queued:
             up = sum(1 for s in self.node_state if s != "down")
             idle = sum(1 for s in self.node_state if s == "idle")
             if up:
                 self._frag_sum += idle / up
                 self._frag_n += 1
-        self._starts_at_last_snap = self._starts_seen
         self.last_snapshot = self.now
 
     def _advance(self, t) -> None:
@@ -329,6 +324,22 @@ class MonitorState:
             out.append(min(1.0, acc[i] / (self.size * width)) if width > 0 else 0.0)
         return out
 
+    def _fresh_discipline(self) -> dict:
+        """The last discipline snapshot (up to a second old) without the jobs that job
+        events since then showed starting or ending, so queues and grid agree."""
+        d = self.discipline or {}
+        if not isinstance(d.get("queues"), list):
+            return d
+        gone = {j.id for j in self.jobs.values() if j.state != "queued"}
+        if not gone:
+            return d
+        qs = []
+        for q in d["queues"]:
+            if isinstance(q, dict) and isinstance(q.get("jobs"), list):
+                q = {**q, "jobs": [x for x in q["jobs"] if x not in gone]}
+            qs.append(q)
+        return {**d, "queues": qs}
+
     def view(self, now: float | None = None, paused: bool = False, stale: bool = False) -> dict:
         """The frozen, JSON-able picture the renderer paints; ``now`` is the model time of
         the frame (the loop interpolates between events with the wall clock)."""
@@ -336,7 +347,9 @@ class MonitorState:
         suspended = set()
         if self.gang:
             suspended = {int(r["id"]) for r in self.gang.get("jobs") or () if r.get("state") == "suspended"}
-        cells = [[s, None] for s in self.node_state]
+        # down from the daemon; busy, suspended or idle from the jobs (events are newer than
+        # the last snapshot's node list)
+        cells = [["down" if s == "down" else "idle", None] for s in self.node_state]
         running = []
         for j in sorted(self.jobs.values(), key=lambda j: (j.start or 0.0, j.id)):
             if j.state not in ("running", "suspended"):
@@ -372,7 +385,7 @@ class MonitorState:
                       "time_unit": self.time_unit, "now": now, "paused": paused, "stale": stale,
                       "shutdown": self.shutdown},
             "machine": {**self.layout, "nodes": cells, "counts": counts},
-            "discipline": self.discipline or {},
+            "discipline": self._fresh_discipline(),
             "running": running,
             "metrics": m,
             "gang": self.gang,

@@ -68,7 +68,7 @@ def grid_mode(machine: dict, max_w: int, max_h: int) -> tuple[int, bool]:
     ``max_w`` x ``max_h`` (borders included)."""
     W, H = machine["width"], machine["height"]
     lab = _row_label_width(machine)
-    for cw in (4, 3, 2, 1):
+    for cw in (6, 4, 3, 2, 1):
         if lab + cw * W + 2 <= max_w and H + _extra_lines(machine, cw, lab + cw * W) + 2 <= max_h:
             return cw, False
     cw = 2 if lab + 2 * W + 2 <= max_w else 1
@@ -285,7 +285,8 @@ def queue_lines(d: dict, width: int, max_lines: int) -> list[Text]:
             if k in _QSKIP:
                 continue
             if k == "sizes" and isinstance(v, (list, tuple)) and len(v) == 2:
-                t.append(f" {v[0]}-{v[1]}" if v[0] != v[1] else f" {v[0]}", style="dim")
+                t.append(f" {v[0]}+" if v[1] is None else (f" {v[0]}-{v[1]}" if v[0] != v[1] else f" {v[0]}"),
+                         style="dim")
                 continue
             t.append(f" {_SHORT.get(k, k)}=", style="dim")
             t.append(_fmt(v), style="bold red" if (k == "N_k" and q.get("over_threshold")) else "")
@@ -500,10 +501,13 @@ def render(view: dict, width: int, height: int, live: bool = True) -> Layout:
                       Layout(name="body"),
                       Layout(footer(view, live), name="footer", size=FOOTER_H))
     root["body"].split_row(Layout(mp, name="machine", size=mw), Layout(name="side"))
-    root["side"].split_column(Layout(qp, name="queues", size=min(qh, max(3, left - 6))),
-                              Layout(rp, name="running"),
+    q_size = min(qh, max(3, left - 6))
+    r_size = min(rh, max(3, left - q_size))
+    root["side"].split_column(Layout(qp, name="queues", size=q_size),
+                              Layout(rp, name="running", size=r_size),
                               Layout(metrics_panel(view["metrics"], side_w), name="metrics", size=METRICS_H),
-                              Layout(gp, name="gang", size=gh, visible=gang_on))
+                              Layout(gp, name="gang", size=gh, visible=gang_on),
+                              Layout(Text(" "), name="pad", ratio=1))
     return root
 
 
@@ -536,7 +540,7 @@ def render_fixed(view, width, height, qh, rh, gh, mp, mw) -> Layout:
                               Layout(rp, name="running", size=rh),
                               Layout(metrics_panel(view["metrics"], side_w), name="metrics", size=METRICS_H),
                               Layout(gp, name="gang", size=max(gh, 1), visible=bool(gh)),
-                              Layout(name="pad", ratio=1))
+                              Layout(Text(" "), name="pad", ratio=1))
     return root
 
 
