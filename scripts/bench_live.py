@@ -23,7 +23,7 @@ import argparse
 import json
 import math
 import os
-import statistics
+import shutil
 import sys
 import tempfile
 import time
@@ -64,6 +64,7 @@ def with_cluster(n_nodes: int, fn, **kw):
         return fn(home, st)
     finally:
         stop_cluster(home)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def bench_startup(n):
