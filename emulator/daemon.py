@@ -706,7 +706,8 @@ class Daemon:
 
     def snapshot(self) -> dict:
         return {"nodes": [self.node_state(i) for i in range(self.topology.size)],
-                "running": {j.id: j.nodes for j in self.jobs.values() if j.state == "running"},
+                # string keys: the protocol decodes with strict_map_key, as a map key must be
+                "running": {str(j.id): j.nodes for j in self.jobs.values() if j.state == "running"},
                 "queued": [j.id for j in self.jobs.values() if j.state == "queued"],
                 "discipline": _jsonable(self.discipline.snapshot()), "topology": str(self.topology),
                 "config": self.cfg}

@@ -592,11 +592,14 @@ def write_report(path: Path, exp: Experiment, res: Results, check: Check, quick:
               f"{summary['wall_seconds']:.1f} s)."]
     if capped:
         why = ("the quick form's cap: its short runs are not meant to meet the target" if quick else
-               "past saturation the delay grows with the length of the run, so runs disagree")
+               "runs disagree too much: past saturation the delay grows with the run, and "
+               "heavy-tailed service (hyperexponential, Cx 4) needs far more runs")
         lines.append(f"{len(capped)} point(s) reached the cap of {cap} replications without the "
                      f"target precision ({why}):")
+        stop = (exp.stop_on or exp.metrics[:1])[0]
         for p in capped[:40]:
-            lines.append(f"- {_short(p.params)}")
+            rel = p.ci(stop) / abs(p.mean(stop)) if p.mean(stop) else math.nan
+            lines.append(f"- {_short(p.params)}: {stop} half-width {fmt(rel * 100, 3)}% of the mean")
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -233,3 +233,13 @@ def test_reregistration_reconciles_tasks(tmp_path):
     n = s.d.jobs[j2].nodes[0]
     s.send(b"new", "register", node=n, pid=4242, host="h")
     assert s.d.jobs[j2].attempt == 2 and s.d.jobs[j2].faults == 1
+
+
+def test_snapshot_events_decode_with_running_jobs(tmp_path):
+    # the monitor decodes PUB snapshots with the same strict decoder: map keys must be strings
+    s = Stub(tmp_path)
+    s.register_all()
+    r = s.call("submit", request={"cube": 1}, runtime=50)
+    frame = P.encode_unchecked("snapshot", t=s.d.now(), data=s.d.snapshot())
+    m = P.decode(frame, max_size=P.MAX_REPLY)
+    assert m["data"]["running"] == {str(r["data"]["job"]): [0, 1]}

@@ -98,6 +98,9 @@ class Allocator:
         self._serials = count(1)
         self._live: dict[int, Allocation] = {}
         self.used = 0
+        # request -> normalize(request): every normalize is a pure function of the request
+        # and the topology, and the hot path asks it once per allocation attempt.
+        self._normalized: dict[Request, Request] = {}
 
     @property
     def name(self) -> str:
@@ -110,11 +113,13 @@ class Allocator:
 
         Raises :class:`RequestError` (and changes nothing) when the request can never fit.
         """
-        req = self.normalize(request)
+        req = self._normalized.get(request)
+        if req is None:
+            req = self._normalized[request] = self.normalize(request)
         pieces = self._allocate(req)
         if pieces is None:
             return None
-        size = sum(p.size for p in pieces)
+        size = pieces[0].size if len(pieces) == 1 else sum(p.size for p in pieces)
         a = Allocation(tuple(pieces), req, size, self, next(self._serials))
         self._live[a.serial] = a
         self.used += size
