@@ -33,7 +33,7 @@ from collections import defaultdict
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 # Two-sided 95% Student t quantiles t_{0.975, df} for df = 1..30; beyond, the normal 1.96
 # is within 2% (no scipy dependency for one table).

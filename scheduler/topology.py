@@ -37,11 +37,11 @@ class Subcube:
 
     @property
     def dim(self) -> int:
-        return bin(self.mask).count("1")
+        return self.mask.bit_count()
 
     @property
     def size(self) -> int:
-        return 1 << self.dim
+        return 1 << self.mask.bit_count()
 
     def contains(self, node: int) -> bool:
         return (node & ~self.mask) == self.base

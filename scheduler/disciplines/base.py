@@ -44,6 +44,9 @@ class Discipline:
         self.now = 0.0
         self.running: dict = {}  # job id -> Start
         self._known: set = set()  # ids of waiting or running jobs
+        # request -> allocator.normalize(request), successes only (a refusal raises every
+        # time): normalize is a pure function of the request, asked at every arrival.
+        self._normalized: dict = {}
 
     @property
     def name(self) -> str:
@@ -52,10 +55,14 @@ class Discipline:
     # ------------------------------------------------------------------ driver API
 
     def arrive(self, job: Job, now: float) -> list[Start]:
-        self._advance(now)
+        if type(now) is float and self.now <= now < _INF:
+            self.now = now
+        else:
+            self._advance(now)
         if job.id in self._known:
             raise JobError(f"job {job.id} is already known to the scheduler")
-        self.allocator.normalize(job.request)  # refuse what can never fit, before any change
+        if job.request not in self._normalized:
+            self._normalize(job.request)  # refuse what can never fit, before any change
         self._known.add(job.id)
         self._enqueue(job, now)
         return self._schedule(now)
@@ -113,6 +120,14 @@ class Discipline:
         if now < self.now:
             raise JobError(f"time went backwards: {now} < {self.now}")
         self.now = now
+
+    def _normalize(self, request):
+        """``allocator.normalize(request)``, remembered; raises RequestError when the request
+        can never fit."""
+        r = self._normalized.get(request)
+        if r is None:
+            r = self._normalized[request] = self.allocator.normalize(request)
+        return r
 
     def _try_start(self, job: Job, now: float) -> Start | None:
         """Allocate for ``job``; on success record it running and return the decision."""

@@ -79,7 +79,7 @@ import math
 from collections import deque
 
 from scheduler.disciplines import register
-from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.disciplines.base import _INF, Discipline, DisciplineError
 from scheduler.jobs import JobError, Start
 
 
@@ -118,7 +118,6 @@ class Lazy(Discipline):
         self.stop_alloc = False
         self.Q_j: int | None = None
         self.priority_job = None  # id of the head of Q_j while stop_alloc is set
-        self._class_of: dict = {}  # waiting job id -> k
         self._alloc_class: dict = {}  # running job id -> class of its allocation
         self._class_cache: dict = {}
         self._count = 0
@@ -128,10 +127,10 @@ class Lazy(Discipline):
         # or lost a head since the last pass (a head that failed cannot fit until a release).
         self._all_dirty = True
         self._dirty: set = set()
-        # The oldest waiting job in O(log): a heap of (submit, seq, job), stale entries
+        # The oldest waiting job in O(log): a heap of (submit, seq, job, k), stale entries
         # (jobs no longer waiting) dropped when they surface.
         self._ages: list = []
-        self._waiting: dict = {}  # waiting job id -> Job
+        self._waiting: dict = {}  # waiting job id -> Job (its queue: _class_cache[request])
         self._seq = 0
         self._failed: list = [None] * nq  # per queue: (releases, head id) of its last failure
         # measurements for the dynamic threshold
@@ -139,7 +138,8 @@ class Lazy(Discipline):
         self._first_arrival = self._last_arrival = None
         self.allocated = 0
         self.total_delay = 0.0
-        self._threshold = None if self.threshold_param == "dynamic" else self.threshold_param
+        self._dynamic = self.threshold_param == "dynamic"
+        self._threshold = None if self._dynamic else self.threshold_param
 
     # ------------------------------------------------------------------ measurements
 
@@ -159,10 +159,16 @@ class Lazy(Discipline):
         return self._threshold
 
     def _update_threshold(self) -> None:
-        # Only an arrival (lambda) or an allocation (d_t) moves the dynamic threshold.
-        if self.threshold_param == "dynamic":
-            d, lam = self.d_t, self.arrival_rate
-            self._threshold = None if d is None or lam is None else d * d * lam
+        # Only an arrival (lambda) or an allocation (d_t) moves the dynamic threshold. The
+        # same arithmetic as d_t * d_t * arrival_rate, inlined: it runs at every arrival and
+        # allocation.
+        if self._dynamic:
+            n, a = self.allocated, self.arrivals
+            if n and a >= 2 and self._last_arrival > self._first_arrival:
+                d = self.total_delay / n
+                self._threshold = d * d * ((a - 1) / (self._last_arrival - self._first_arrival))
+            else:
+                self._threshold = None
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -173,17 +179,21 @@ class Lazy(Discipline):
         return k
 
     def _record_start(self, s: Start) -> Start:
-        k = self._size_class(s.allocation.request)
-        self._alloc_class[s.job.id] = k
+        req = s.allocation.request
+        k = self._class_cache.get(req)
+        if k is None:
+            k = self._size_class(req)
+        job = s.job
+        self._alloc_class[job.id] = k
         self.N[k] += 1
         self.allocated += 1
-        self.total_delay += s.time - s.job.submit
-        self._update_threshold()
+        self.total_delay += s.time - job.submit
+        if self._dynamic:
+            self._update_threshold()
         return s
 
     def _pop_head(self, k: int):
         job = self.queues[k].popleft()
-        del self._class_of[job.id]
         del self._waiting[job.id]
         self._count -= 1
         if job.id == self.priority_job:
@@ -199,11 +209,12 @@ class Lazy(Discipline):
             # nodes away: it would fail again. Skipping keeps an event O(queues), not
             # O(queues x allocator search).
             return None
-        s = self._try_start(head, now)
-        if s is None:
+        alloc = self.allocator.allocate(head.request)
+        if alloc is None:
             self._failed[k] = key
             return None
         self._pop_head(k)
+        s = self.running[head.id] = Start(head, alloc, now)
         return self._record_start(s)
 
     def _release(self, alloc) -> None:
@@ -216,9 +227,9 @@ class Lazy(Discipline):
         of the earliest generated job"); None when nothing waits."""
         ages, waiting = self._ages, self._waiting
         while ages:
-            job = ages[0][2]
+            _, _, job, k = ages[0]
             if waiting.get(job.id) is job:
-                return job, self._class_of[job.id]
+                return job, k
             heapq.heappop(ages)
         return None
 
@@ -235,37 +246,47 @@ class Lazy(Discipline):
     # ------------------------------------------------------------------ hooks
 
     def arrive(self, job, now):
-        self._advance(now)
+        # Discipline.arrive, with the arrival measured after the refusal check and before
+        # the job is queued; inlined because it runs at every arrival.
+        if type(now) is float and self.now <= now < _INF:
+            self.now = now
+        else:
+            self._advance(now)
         if job.id in self._known:
             raise JobError(f"job {job.id} is already known to the scheduler")
-        self.allocator.normalize(job.request)  # refuse before measuring the arrival
+        req = job.request
+        if req not in self._normalized:
+            self._normalize(req)  # refuse before measuring the arrival
         self.arrivals += 1
         if self._first_arrival is None:
             self._first_arrival = now
         self._last_arrival = now
-        self._update_threshold()
-        return super().arrive(job, now)
+        if self._dynamic:
+            self._update_threshold()
+        self._known.add(job.id)
+        self._enqueue(job, now)
+        return self._schedule(now)
 
     def _enqueue(self, job, now):
-        k = self._size_class(job.request)
+        k = self._class_cache.get(job.request)
+        if k is None:
+            k = self._size_class(job.request)
         self.queues[k].append(job)
-        self._class_of[job.id] = k
         self._waiting[job.id] = job
         self._seq += 1
-        heapq.heappush(self._ages, (job.submit, self._seq, job))
+        heapq.heappush(self._ages, (job.submit, self._seq, job, k))
         self._count += 1
         self._arrival_k = k
         self._dirty.add(k)
 
     def _dequeue(self, job_id):
-        k = self._class_of.pop(job_id)
+        k = self._class_cache[self._waiting.pop(job_id).request]
         q = self.queues[k]
         for i, j in enumerate(q):
             if j.id == job_id:
                 del q[i]
                 break
         self._count -= 1
-        del self._waiting[job_id]
         self._dirty.add(k)
         if job_id == self.priority_job:
             self.stop_alloc, self.Q_j, self.priority_job = False, None, None
@@ -308,7 +329,7 @@ class Lazy(Discipline):
         """Whether the departing allocation serves ``head`` as it is: unfolded, the very
         request the allocator would make for the head, and (under the live daemon's
         quarantine) no node of it down."""
-        if alloc.folds or self.allocator.normalize(head.request) != alloc.request:
+        if alloc.folds or self._normalize(head.request) != alloc.request:
             return False
         down = getattr(self.allocator, "down", None)
         return not down or down.isdisjoint(alloc.nodes)
@@ -324,18 +345,30 @@ class Lazy(Discipline):
         if self.literal:
             return self._literal_request(now)
         started = []
-        queues, N = self.queues, self.N
+        queues, N, ages, waiting = self.queues, self.N, self._ages, self._waiting
         while self._count:
-            self._check_threshold(now)
+            if not self.stop_alloc and self._threshold is not None:
+                # _check_threshold, inlined: it runs once or twice per event.
+                while True:
+                    _, _, job, k = ages[0]
+                    if waiting.get(job.id) is job:
+                        break
+                    heapq.heappop(ages)
+                if now >= job.submit + self._threshold:
+                    self.stop_alloc, self.Q_j, self.priority_job = True, k, job.id
             if self.stop_alloc:
                 s = self._start_head(self.Q_j, now)
                 if s is None:
                     break
                 started.append(s)
                 continue
-            cands = range(len(queues)) if self._all_dirty else self._dirty
-            over = [(queues[k][0].submit, k) for k in cands if len(queues[k]) > N[k]]
-            self._all_dirty = False
+            if self._all_dirty:
+                over = [(q[0].submit, k) for k, q in enumerate(queues) if len(q) > N[k]]
+                self._all_dirty = False
+            elif self._dirty:
+                over = [(queues[k][0].submit, k) for k in self._dirty if len(queues[k]) > N[k]]
+            else:
+                break  # nothing released and no queue changed: no head can start
             self._dirty.clear()
             if len(over) > 1:
                 over.sort()
@@ -363,10 +396,15 @@ class Lazy(Discipline):
     def next_wakeup(self):
         if self.literal or self.stop_alloc or not self._count:
             return None
-        t = self.threshold
+        t = self._threshold
         if t is None:
             return None
-        return self._oldest()[0].submit + t
+        ages, waiting = self._ages, self._waiting
+        while True:  # _oldest, inlined: the simulator asks after every event
+            job = ages[0][2]
+            if waiting.get(job.id) is job:
+                return job.submit + t
+            heapq.heappop(ages)
 
     # ------------------------------------------------------------------ views
 
