@@ -65,7 +65,8 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
 
 def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
                   heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
-                  grace=None, timeout=None, output_dir=None) -> dict:
+                  grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
+                  rt_priority=None) -> dict:
     """Start (or complete) the cluster in ``home``; returns once it is ready."""
     from emulator.client import Client, ClientTimeout
     from emulator.journal import Journal
@@ -88,9 +89,11 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
                     ("--reduction", reduction), ("--time-unit", time_unit), ("--heartbeat", heartbeat),
                     ("--liveness", liveness), ("--max-requeue", max_requeue), ("--listen", listen),
-                    ("--grace", grace)):
+                    ("--grace", grace), ("--gang", gang), ("--mpl", mpl), ("--rt-priority", rt_priority)):
         if v is not None:
             argv += [flag, str(v)]
+    for kv in params or ():
+        argv += ["--param", kv]
     t_start = time.monotonic()
     dlog = home / "daemon.log"
     dproc = _spawn(argv, dlog)
@@ -102,6 +105,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
         largv = [py, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
                  f"0-{n_local - 1}", "--heartbeat", str(hb), "--liveness", str(lv), "--home", str(home),
                  "--output-dir", str(output_dir or (home / "output"))]
+        if rt_priority:
+            largv += ["--rt-priority", str(rt_priority)]
         (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
         lproc = _spawn(largv, home / "launcher.log")
     c = Client(home=home, timeout=2.0)
@@ -215,15 +220,21 @@ def cmd_up(args) -> int:
         listen = f"tcp://{host or '127.0.0.1'}:{port}"
     st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
                        args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
-                       timeout=args.timeout_up)
+                       timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
+                       rt_priority=args.rt_priority)
     if args.json:
         print_json({"home": str(home), "pid": st["pid"], "config": st["config"], "nodes": st["nodes"],
                     "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)})
     else:
         cfg = st["config"]
+        policy = (f"gang {cfg['gang']} (MPL {st['gang']['mpl']})" if cfg.get("gang") and st.get("gang")
+                  else f"scheduler {cfg['scheduler']}")
         print(f"cluster up in {st['startup_s']:.2f} s: {cfg['topology']} ({st['size']} nodes), "
-              f"allocator {cfg['allocator']}, scheduler {cfg['scheduler']}, time unit {cfg['time_unit']} s; "
+              f"allocator {cfg['allocator']}, {policy}, time unit {cfg['time_unit']} s; "
               f"home {home}")
+    if args.rt_priority and not st.get("rt"):
+        print(f"mcemu up: --rt-priority {args.rt_priority} was not permitted here (needs CAP_SYS_NICE or an "
+              f"RLIMIT_RTPRIO); the cluster runs at normal priority (see daemon.log, launcher.log)", file=sys.stderr)
     if args.detach:
         return 0
     stop = []
@@ -263,7 +274,14 @@ def cmd_nodes(args) -> int:
     groups: dict[str, list] = {}
     for n in nodes:
         groups.setdefault(n["state"], []).append(n["node"])
-    if not args.long:
+    if any("tasks" in n for n in nodes):  # gang: which task runs and which are kept in, per node
+        def tasks(n, st):
+            return ",".join(f"{t['job']}({t['pid']})" if args.long else str(t["job"])
+                            for t in n["tasks"] if t["state"] == st) or "-"
+        _table(None, ["NODE", "STATE", "RUNNING", "SUSPENDED"] + (["PID", "HOST"] if args.long else []),
+               [(n["node"], n["state"], tasks(n, "running"), tasks(n, "suspended"))
+                + ((n["pid"], n["host"]) if args.long else ()) for n in nodes])
+    elif not args.long:
         _table(None, ["STATE", "NODES", "NODELIST"], [(s, len(v), _ranges(v)) for s, v in sorted(groups.items())])
     else:
         _table(None, ["NODE", "STATE", "JOB", "PID", "HOST"],
@@ -307,13 +325,23 @@ def cmd_queue(args) -> int:
         print_json(q)
         return 0
     rows = []
+    gang = q.get("gang")
     for j in q["jobs"]:
-        rows.append((j["id"], j["name"], j["state"], j["request_text"], j["allocation"] or "-",
-                     _ranges(j["nodes"] or []) or "-", f"{j['submit']:.2f}",
-                     "" if j["start"] is None else f"{j['start']:.2f}", "" if j["end"] is None else f"{j['end']:.2f}",
-                     j["attempt"], j["reason"] or ""))
-    _table(f"now {q['now']:.2f}", ["JOBID", "NAME", "STATE", "REQUEST", "ALLOCATION", "NODELIST", "SUBMIT",
-                                   "START", "END", "ATT", "REASON"], rows)
+        row = (j["id"], j["name"], j["state"], j["request_text"], j["allocation"] or "-",
+               _ranges(j["nodes"] or []) or "-", f"{j['submit']:.2f}",
+               "" if j["start"] is None else f"{j['start']:.2f}", "" if j["end"] is None else f"{j['end']:.2f}",
+               j["attempt"], j["reason"] or "")
+        if gang:
+            g = j.get("gang") or {}
+            att = g.get("attained")
+            row = row[:3] + (g.get("state", ""), "" if g.get("level") is None else g["level"],
+                             "" if g.get("slots") is None else g["slots"],
+                             "" if att is None else f"{att:.2f}") + row[3:]
+        rows.append(row)
+    cols = ["JOBID", "NAME", "STATE", "REQUEST", "ALLOCATION", "NODELIST", "SUBMIT", "START", "END", "ATT", "REASON"]
+    if gang:
+        cols[3:3] = ["SLOT", "LEVEL", "SLOTS", "ATTAINED"]
+    _table(f"now {q['now']:.2f}", cols, rows)
     return 0
 
 
@@ -389,6 +417,13 @@ def add_commands(sub) -> None:
     p.add_argument("--max-requeue", type=int, help="node faults a job survives by requeueing (default 1)")
     p.add_argument("--listen", help="also accept nodes and clients on tcp://ADDR:PORT (or :PORT for loopback)")
     p.add_argument("--local-nodes", type=int, help="launch only nodes 0..N-1 here; the rest join with `mcemu node`")
+    p.add_argument("--gang", help="time-share with this gang policy (round-robin, two-queue, multilevel, fb) "
+                                  "instead of a discipline")
+    p.add_argument("--mpl", type=int, help="rows of the gang's Ousterhout matrix (default 4)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="gang policy parameter, e.g. slot=0.5 or levels=[[1,1],[3,8]] (repeatable)")
+    p.add_argument("--rt-priority", type=int, nargs="?", const=10, metavar="P",
+                   help="run the daemon and the nodes at SCHED_RR priority P (default 10) where permitted")
     p.add_argument("--detach", action="store_true", help="return once the cluster is ready")
     p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
     p.add_argument("--json", action="store_true", help="print one JSON document")

@@ -15,6 +15,29 @@ keeps down nodes out of every allocation.
 Model time ``now = (monotonic() - t0) / time_unit``; t0 is kept in the journal, and the
 monotonic clock is system-wide, so a restarted daemon continues the same model time.
 
+Gang scheduling (``--gang G``, issue 7): the daemon drives ``scheduler.gang.create(G, topology,
+allocator, mpl=..., **params)`` instead of a discipline, in the same loop and through the same
+calls (arrive / depart / cancel / tick at ``next_wakeup``). The choices:
+
+* A Start places a job in a row of the Ousterhout matrix: its tasks are launched at once,
+  created suspended (SIGSTOP right after the spawn) unless the job is in the current slot,
+  as the office's processes are created and checked in, then kept in until dispatched. A
+  sequential (one-node) job runs at once on its node, never suspended.
+* A SlotSwitch is broadcast as one ``switch`` message to every node that hosts a gang job:
+  the node SIGSTOPs the outgoing tasks, then SIGCONTs the incoming ones (os.killpg) and
+  answers ``switched`` with monotonic stamps; the daemon keeps the last switches' skew
+  (``status()["gang_switches"]``, used by scripts/bench_gang_live.py).
+* Run time: a synthetic gang task progresses only while dispatched because the node agent
+  accounts its dispatched time and ends it after ``runtime`` units of it (nodes.agent).
+* Recovery: the journal already holds every policy input with its model time, ticks
+  included, and a gang policy is a deterministic function of them, so the replay rebuilds
+  the rows, the office, the levels and the current slot. Tasks keep running on their nodes
+  meanwhile (the dispatched ones keep running while the daemon is away); a node that
+  registers again is sent the current slot (``switch``) after its tasks are reconciled.
+* Down nodes: the gang's rows are its own allocators, so the quarantine does not keep a down
+  node out of a gang placement; a job with a task on a node that goes down is requeued as
+  without gang.
+
 Decisions of this implementation (documented in the issue's terms):
 
 * A job ends when every one of its tasks has reported (its real exit), not at the model run
@@ -38,12 +61,15 @@ Decisions of this implementation (documented in the issue's terms):
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import math
 import os
 import signal
 import socket
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 import zmq
@@ -52,13 +78,18 @@ from emulator import home as homemod
 from emulator import protocol as P
 from emulator.journal import Journal
 from scheduler import allocators, disciplines, quarantine
+from scheduler import gang as gangmod
+from scheduler.gang.office import Finish, SlotSwitch
 from scheduler.jobs import Job, JobError
 from scheduler.topology import Request, RequestError, TopologyError, parse_topology
 
 log = logging.getLogger("mcemu.daemon")
 
 DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "reduction": None,
-            "time_unit": 1.0, "heartbeat": 0.2, "liveness": 3, "max_requeue": 1}
+            "time_unit": 1.0, "heartbeat": 0.2, "liveness": 3, "max_requeue": 1, "gang": None, "mpl": None,
+            "gang_params": None}
+POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "time_unit", "gang", "mpl", "gang_params")
+SWITCH_LOG = 512  # slot switches whose node reports are kept for status()
 ACTIVE = ("queued", "running")
 BATCH = 4096  # messages drained per iteration before the loop services timers
 
@@ -66,7 +97,7 @@ BATCH = 4096  # messages drained per iteration before the loop services timers
 class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
-                 "started", "exec_time", "submit_wall", "all_started_wall")
+                 "started", "exec_time", "submit_wall", "all_started_wall", "pids", "local")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0):
         self.id = id
@@ -81,6 +112,8 @@ class JobRec:
         self.started: set[int] = set()
         self.exec_time = runtime
         self.submit_wall = self.all_started_wall = None
+        self.pids: dict[int, int] = {}  # rank -> task pid
+        self.local = False  # a gang policy's sequential job (never suspended)
 
     def row(self) -> dict:
         return {"id": self.id, "name": self.name, "request": self.request, "runtime": self.runtime,
@@ -98,7 +131,7 @@ class JobRec:
 
 
 class NodeRec:
-    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs")
+    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs", "gang_sent", "report")
 
     def __init__(self, id):
         self.id = id
@@ -107,6 +140,8 @@ class NodeRec:
         self.last = 0.0
         self.sent = 0.0
         self.jobs: set[int] = set()
+        self.gang_sent = None  # (run, stop) last sent in a switch
+        self.report: dict | None = None  # the node's last ``switched`` report
 
 
 class Daemon:
@@ -132,8 +167,7 @@ class Daemon:
         given = {k: v for k, v in (config or {}).items() if v is not None}
         if meta.get("config"):
             cfg = dict(meta["config"])
-            clash = {k: (v, cfg.get(k)) for k, v in given.items() if k in cfg and cfg[k] != v and k in
-                     ("topology", "allocator", "scheduler", "reduction", "time_unit")}
+            clash = {k: (v, cfg.get(k)) for k, v in given.items() if k in cfg and cfg[k] != v and k in POLICY_KEYS}
             if clash:
                 raise ValueError("this MCEMU_HOME's journal was started with "
                                  + ", ".join(f"{k}={old!r}" for k, (new, old) in clash.items())
@@ -162,6 +196,11 @@ class Daemon:
         self.by_ident: dict[bytes, NodeRec] = {}
         self.jobs: dict[int, JobRec] = {}
         self.next_id = 1
+        self.gang_running: frozenset = frozenset()
+        self.gang_slot = 0
+        self.switch_no = 0
+        self.switch_log: deque = deque(maxlen=SWITCH_LOG)
+        self.switch_index: dict = {}
         self.outbox: list = []
         self.events: list = []
         self.replaying = False
@@ -185,7 +224,24 @@ class Daemon:
                 raise ValueError("size reduction is not available in this build (scheduler.reduction)") from None
             alloc = reduction.wrap(alloc, cfg["reduction"])
         self.allocator = alloc
+        self.gang = None
+        if cfg.get("gang") and cfg["gang"] != "none":
+            if cfg.get("reduction"):
+                raise ValueError("--gang does not combine with --reduction (gang rows use the allocator as is)")
+            kw = dict(cfg.get("gang_params") or {})
+            if cfg.get("mpl") is not None:
+                kw["mpl"] = cfg["mpl"]
+            try:
+                self.gang = gangmod.create(cfg["gang"], self.topology, cfg["allocator"], **kw)
+            except TypeError as e:  # an unknown keyword of the policy's constructor
+                raise ValueError(f"gang policy {cfg['gang']!r}: {e}") from None
+            # the gang policy has the discipline's driver interface (arrive/depart/cancel/tick)
+            self.discipline = self.gang
+            self.policy_allocator = self.gang.rows[0]
+            return
         self.discipline = disciplines.create(cfg["scheduler"], self.topology, alloc)
+        # a discipline may replace the allocator it was given (static: its partitions)
+        self.policy_allocator = getattr(self.discipline, "allocator", alloc)
 
     def now(self) -> float:
         t = (time.monotonic() - self.t0) / self.time_unit
@@ -204,9 +260,10 @@ class Daemon:
         if kind == "submit":
             jr = JobRec(job, data["request"], data["runtime"], data.get("name", ""), data.get("command"),
                         data.get("burn", False), t)
+            out = d.arrive(jr.job, t)  # a refusal raises here, before anything is registered
             self.jobs[job] = jr
             self.next_id = max(self.next_id, job + 1)
-            return d.arrive(jr.job, t)
+            return out
         if kind in ("depart", "fail"):
             return d.depart(job, t)
         if kind == "cancel":
@@ -240,14 +297,23 @@ class Daemon:
 
     def _started(self, starts, t):
         for s in starts:
+            if isinstance(s, Finish):
+                continue  # the daemon already took the job out
+            if isinstance(s, SlotSwitch):
+                self._slot_switch(s, t)
+                continue
             jr = self.jobs[s.job.id]
             jr.state = "running"
             jr.attempt += 1
             jr.start = t
-            jr.nodes = sorted(s.allocation.nodes)
-            jr.allocation = s.allocation.describe()
-            jr.exec_time = s.runtime
-            jr.done, jr.started = {}, set()
+            if getattr(s, "allocation", None) is None:  # a gang policy's sequential job
+                jr.nodes, jr.local = [s.node], True
+                jr.allocation = f"node {s.node} (local queue)"
+            else:
+                jr.nodes, jr.local = sorted(s.allocation.nodes), False
+                jr.allocation = s.allocation.describe()
+            jr.exec_time = getattr(s, "runtime", jr.runtime)
+            jr.done, jr.started, jr.pids = {}, set(), {}
             for n in jr.nodes:
                 self.nodes[n].jobs.add(jr.id)
             if self.replaying:
@@ -259,9 +325,71 @@ class Daemon:
                 self._send_run(jr, rank, n)
 
     def _send_run(self, jr: JobRec, rank: int, n: int):
+        extra = {}
+        if self.gang is not None:
+            extra = {"gang": True, "suspended": not jr.local and jr.id not in self.gang_running}
         self._to_node(n, P.encode_unchecked(
             "run", job=jr.id, attempt=jr.attempt, rank=rank, node=n, nodes=jr.nodes,
-            runtime_s=jr.exec_time * self.time_unit, command=jr.command, burn=jr.burn, name=jr.name))
+            runtime_s=jr.exec_time * self.time_unit, command=jr.command, burn=jr.burn, name=jr.name, **extra))
+
+    # ------------------------------------------------------------------ gang slots
+
+    def _slot_switch(self, sw: SlotSwitch, t):
+        self.gang_running = sw.running
+        self.gang_slot = sw.slot
+        self.switch_no += 1
+        if self.replaying:
+            return
+        rec = {"switch": self.switch_no, "slot": sw.slot, "t": t, "primary": sw.primary,
+               "running": sorted(sw.running), "sent": time.monotonic(), "nodes": {}}
+        self.switch_log.append(rec)
+        self.switch_index[self.switch_no] = rec
+        while len(self.switch_index) > SWITCH_LOG:
+            self.switch_index.pop(next(iter(self.switch_index)))
+        for nr in self.nodes:
+            self._switch_node(nr)
+
+    def _switch_node(self, nr: NodeRec, force: bool = False):
+        """Send node ``nr`` the current slot: which of its gang jobs run, which are kept in."""
+        run, stop = [], []
+        for j in sorted(nr.jobs):
+            jr = self.jobs.get(j)
+            if jr is None or jr.local:
+                continue
+            (run if j in self.gang_running else stop).append(j)
+        if not run and not stop and not nr.gang_sent:
+            return
+        if not force and nr.gang_sent == (run, stop):
+            return
+        nr.gang_sent = (run, stop)
+        self._to_node(nr.id, P.encode_unchecked("switch", slot=self.switch_no, stop=stop, run=run))
+
+    def on_switched(self, nr, m):
+        nr.report = {"switch": m["slot"], "running": m["running"], "stopped": m["stopped"]}
+        rec = self.switch_index.get(m["slot"])
+        if rec is not None and m["t_first"] is not None:
+            last = max(x for x in (m["t_stop"], m["t_cont"]) if x is not None)
+            rec["nodes"][nr.id] = (m["t_first"], m["t_stop"], m["t_cont"], last)
+
+    def switch_stats(self, last: int = 100) -> list[dict]:
+        """Skew of the last slot switches from the nodes' own monotonic stamps: ``skew`` from
+        the first node's first signal to the last node's last one, ``cont_skew`` the spread
+        of the SIGCONTs, ``latency`` from the daemon's send to the last node's last signal."""
+        out = []
+        for rec in list(self.switch_log)[-last:]:
+            ns = rec["nodes"]
+            if not ns:
+                continue
+            firsts = [v[0] for v in ns.values()]
+            lasts = [v[3] for v in ns.values()]
+            conts = [v[2] for v in ns.values() if v[2] is not None]
+            stops = [v[1] for v in ns.values() if v[1] is not None]
+            out.append({"switch": rec["switch"], "slot": rec["slot"], "t": rec["t"], "nodes": len(ns),
+                        "skew": max(lasts) - min(firsts),
+                        "cont_skew": max(conts) - min(conts) if conts else None,
+                        "stop_skew": max(stops) - min(stops) if stops else None,
+                        "latency": max(lasts) - rec["sent"]})
+        return out
 
     def _finish(self, jr: JobRec, state: str, t: float, reason=None, kind="depart"):
         """A running job leaves: release its nodes through the discipline."""
@@ -392,7 +520,8 @@ class Daemon:
         self.outbox.append((ident, P.encode_unchecked("error", id=req_id, code=code, message=message)))
 
     def _emit_job(self, jr: JobRec, t, state=None):
-        info = {"nodes": jr.nodes, "attempt": jr.attempt, "name": jr.name}
+        info = {"nodes": jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
+                "submit": jr.submit, "request": str(jr.job.request)}
         if jr.reason:
             info["reason"] = jr.reason
         self.events.append((b"job", P.encode_unchecked("job", job=jr.id, state=state or jr.state, t=t, info=info)))
@@ -427,7 +556,11 @@ class Daemon:
         nr = self.nodes[n]
         if n in self.quarantine.down:
             return "down"
-        return "busy" if nr.jobs else "idle"
+        if not nr.jobs:
+            return "idle"
+        if self.gang is not None and not any(j in self.gang_running or self.jobs[j].local for j in nr.jobs):
+            return "suspended"
+        return "busy"
 
     def _node_down(self, nr: NodeRec, why: str):
         if nr.id in self.quarantine.down:
@@ -490,6 +623,7 @@ class Daemon:
             jr = self.jobs.get(jid)
             if jr and jr.state == "running" and jr.attempt == att and n in jr.nodes:
                 jr.started.add(d["rank"])
+                jr.pids[d["rank"]] = d["pid"]
             else:
                 self.outbox.append((ident, P.encode_unchecked("kill", job=jid, attempt=att)))
         for jid in sorted(nr.jobs):
@@ -499,7 +633,9 @@ class Daemon:
             rank = jr.nodes.index(n)
             if (jid, jr.attempt) not in alive and rank not in jr.done:
                 self._send_run(jr, rank, n)
-        if was_down:
+        if self.gang is not None:
+            nr.gang_sent = None
+            self._switch_node(nr, force=True)  # adopted tasks get the current slot        if was_down:
             t = self._input("node_up", node=n, data={"pid": nr.pid, "host": nr.host})
             self._emit_node(n, "idle", t)
 
@@ -533,6 +669,7 @@ class Daemon:
         if jr is None or jr.state != "running" or jr.attempt != m["attempt"]:
             return
         jr.started.add(m["rank"])
+        jr.pids[m["rank"]] = m["pid"]
         if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
             jr.all_started_wall = time.monotonic()
             self._emit_job(jr, self.now(), state="started")
@@ -545,7 +682,7 @@ class Daemon:
     def on_submit(self, ident, m):
         try:
             req = Request.from_dict(m["request"])
-            self.allocator.normalize(req)  # refuse what can never fit before any change
+            self.policy_allocator.normalize(req)  # refuse what can never fit before any change
         except (RequestError, TopologyError, JobError) as e:
             return self._error(ident, "bad-request", str(e), m["id"])
         jid = self.next_id
@@ -554,8 +691,8 @@ class Daemon:
         try:
             t = self._input("submit", job=jid, data=data)
         except (RequestError, TopologyError, JobError, ValueError) as e:
-            self.jobs.pop(jid, None)
-            return self._error(ident, "bad-request", str(e), m["id"])
+            # the policy refused it at arrive: nothing was registered, the journal event dropped
+            return self._error(ident, "bad-request", f"refused by {self._policy_name()}: {e}", m["id"])
         self.next_id = jid + 1
         jr = self.jobs[jid]
         jr.submit_wall = time.monotonic()
@@ -588,13 +725,38 @@ class Daemon:
         else:
             sel = [j for j in self.jobs.values() if j.state in ACTIVE]
         now = self.now()
-        self._reply(ident, m["id"], {"now": now, "jobs": [j.view() for j in sel]})
+        rows = [j.view() for j in sel]
+        if self.gang is not None:
+            for r in rows:
+                g = self.gang.jobs.get(r["id"])
+                if g is not None:
+                    attained = g.attained + (self.gang.now - g.since if g.since is not None else 0.0)
+                    r["gang"] = {"row": g.row, "level": g.level, "f": g.f, "slots": g.slots,
+                                 "attained": attained, "state": "running" if r["id"] in self.gang_running
+                                 else "suspended"}
+                elif self.jobs[r["id"]].local and r["state"] == "running":
+                    r["gang"] = {"row": None, "level": None, "f": None, "slots": None, "attained": None,
+                                 "state": "local"}
+        self._reply(ident, m["id"], {"now": now, "jobs": rows, "gang": self.gang is not None})
 
     def nodes_view(self) -> list[dict]:
         out = []
         for nr in self.nodes:
-            out.append({"node": nr.id, "state": self.node_state(nr.id), "jobs": sorted(nr.jobs),
-                        "pid": nr.pid, "host": nr.host, "connected": nr.ident is not None})
+            d = {"node": nr.id, "state": self.node_state(nr.id), "jobs": sorted(nr.jobs),
+                 "pid": nr.pid, "host": nr.host, "connected": nr.ident is not None}
+            if self.gang is not None:
+                tasks = []
+                for j in sorted(nr.jobs):
+                    jr = self.jobs[j]
+                    run = jr.local or j in self.gang_running
+                    rank = jr.nodes.index(nr.id) if nr.id in jr.nodes else None
+                    tasks.append({"job": j, "state": "running" if run else "suspended",
+                                  "pid": jr.pids.get(rank), "local": jr.local})
+                d["tasks"] = tasks
+                d["running"] = [x["job"] for x in tasks if x["state"] == "running"]
+                d["suspended"] = [x["job"] for x in tasks if x["state"] == "suspended"]
+                d["reported"] = nr.report  # what the node itself said after the last switch
+            out.append(d)
         return out
 
     def on_nodes(self, ident, m):
@@ -611,7 +773,21 @@ class Daemon:
         return {"pid": os.getpid(), "config": self.cfg, "now": self.now(), "t0": self.t0,
                 "endpoints": getattr(self, "endpoints", {}), "jobs": counts, "nodes": states,
                 "size": self.topology.size, "connected": len(self.by_ident),
-                "discipline": _jsonable(self.discipline.snapshot())}
+                "discipline": self._discipline_view(),
+                "gang": _jsonable(self.gang.snapshot()) if self.gang is not None else None,
+                "gang_switches": self.switch_stats() if self.gang is not None else None,
+                "rt": os.sched_getscheduler(0) in (os.SCHED_RR, os.SCHED_FIFO)}
+
+    def _policy_name(self) -> str:
+        return f"gang policy {self.cfg['gang']}" if self.gang is not None else f"discipline {self.cfg['scheduler']}"
+
+    def _discipline_view(self) -> dict:
+        if self.gang is None:
+            return _jsonable(self.discipline.snapshot())
+        # the batch queue in front of the gang's rows, in the shape of a discipline snapshot
+        return {"discipline": f"gang:{self.gang.name}",
+                "queues": [{"name": "memory", "jobs": [j.id for j in self.gang.waiting()]}],
+                "running": sorted(self.gang.jobs)}
 
     def on_status(self, ident, m):
         self._reply(ident, m["id"], self.status())
@@ -625,7 +801,8 @@ class Daemon:
 
     # ------------------------------------------------------------------ the loop
 
-    NODE_HANDLERS = {"task_done": on_task_done, "task_started": on_task_started, "bye": on_bye}
+    NODE_HANDLERS = {"task_done": on_task_done, "task_started": on_task_started, "switched": on_switched,
+                     "bye": on_bye}
     CLIENT_HANDLERS = {"submit": on_submit, "cancel": on_cancel, "queue": on_queue, "nodes": on_nodes,
                        "status": on_status, "ping": on_ping, "shutdown": on_shutdown}
     ALLOWED = P.NODE_TYPES | P.CLIENT_TYPES
@@ -709,7 +886,8 @@ class Daemon:
                 # string keys: the protocol decodes with strict_map_key, as a map key must be
                 "running": {str(j.id): j.nodes for j in self.jobs.values() if j.state == "running"},
                 "queued": [j.id for j in self.jobs.values() if j.state == "queued"],
-                "discipline": _jsonable(self.discipline.snapshot()), "topology": str(self.topology),
+                "discipline": self._discipline_view(), "topology": str(self.topology),
+                "gang": _jsonable(self.gang.snapshot()) if self.gang is not None else None,
                 "config": self.cfg}
 
     def stop(self):
@@ -740,6 +918,26 @@ def _jsonable(x):
     return str(x)
 
 
+def parse_params(items) -> dict:
+    """``["KEY=VALUE", ...]`` -> dict; VALUE is JSON (numbers, lists, true/false), ``inf``, or
+    else a string. Bad syntax raises ValueError."""
+    out = {}
+    for it in items:
+        k, eq, v = it.partition("=")
+        k = k.strip().replace("-", "_")
+        if not eq or not k.isidentifier():
+            raise ValueError(f"--param must be KEY=VALUE, got {it!r}")
+        v = v.strip()
+        if v.lower() in ("inf", "infinity"):
+            out[k] = math.inf
+            continue
+        try:
+            out[k] = json.loads(v.replace("inf", "Infinity") if "inf" in v and "Infinity" not in v else v)
+        except ValueError:
+            out[k] = v
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="mcemu-daemon", description="the mcemu processor-manager daemon")
     ap.add_argument("--home", default=None)
@@ -754,6 +952,11 @@ def main(argv=None) -> int:
     ap.add_argument("--listen")
     ap.add_argument("--grace", type=float, default=5.0)
     ap.add_argument("--fsync", action="store_true")
+    ap.add_argument("--gang", help="gang policy (round-robin, two-queue, multilevel, fb, ...)")
+    ap.add_argument("--mpl", type=int, help="rows of the gang's Ousterhout matrix")
+    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="a gang policy parameter (VALUE as JSON, or inf, or a string)")
+    ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
     a = ap.parse_args(argv)
     if a.home:
         os.environ["MCEMU_HOME"] = a.home
@@ -761,16 +964,27 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s daemon %(levelname)s %(message)s")
     cfg = {"topology": a.topology, "allocator": a.allocator, "scheduler": a.scheduler,
            "reduction": a.reduction, "time_unit": a.time_unit, "heartbeat": a.heartbeat,
-           "liveness": a.liveness, "max_requeue": a.max_requeue}
+           "liveness": a.liveness, "max_requeue": a.max_requeue, "gang": a.gang, "mpl": a.mpl,
+           "gang_params": None}
     try:
+        if a.param:
+            cfg["gang_params"] = parse_params(a.param)
+            if not a.gang:
+                raise ValueError("--param needs --gang")
         d = Daemon(home, cfg, listen=a.listen, grace=a.grace, fsync=a.fsync)
-    except (ValueError, KeyError, TopologyError) as e:
+    except (ValueError, KeyError, TopologyError, gangmod.UnknownPolicy) as e:
         print(f"mcemu daemon: error: {e.args[0] if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2
     homemod.raise_nofile(d.topology.size + 256)
+    if a.rt_priority:
+        try:  # before bind: the ZeroMQ I/O thread inherits the policy
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(a.rt_priority))
+            log.info("running at SCHED_RR priority %d", a.rt_priority)
+        except (OSError, AttributeError) as e:
+            log.warning("--rt-priority %d not permitted (%s): running at normal priority", a.rt_priority, e)
     d.bind()
     homemod.write_pidfile(home / "daemon.pid")
-    log.info("serving %s (%s, %s) on %s", d.topology, d.cfg["allocator"], d.cfg["scheduler"], d.endpoints)
+    log.info("serving %s (%s, %s) on %s", d.topology, d.cfg["allocator"], f"gang {d.cfg['gang']}" if d.gang else d.cfg["scheduler"], d.endpoints)
     try:
         d.serve()
     finally:

@@ -14,8 +14,14 @@ frames is refused. The PUB socket sends ``[topic, frame]`` with topic ``job``, `
 ``snapshot``.
 
 Message types
-  node -> daemon:  register, heartbeat, task_started, task_done, bye
-  daemon -> node:  welcome, run, suspend, resume, kill, ack, heartbeat, shutdown, error
+  node -> daemon:  register, heartbeat, task_started, task_done, switched, bye
+  daemon -> node:  welcome, run, suspend, resume, switch, kill, ack, heartbeat, shutdown, error
+
+Gang scheduling: ``run`` carries ``gang`` (the agent ends a synthetic task after ``runtime_s``
+seconds of dispatched time) and ``suspended`` (create it stopped); ``switch`` {slot, stop,
+run} asks a node to SIGSTOP the tasks of the jobs in ``stop``, then SIGCONT those in ``run``;
+the node answers ``switched`` with CLOCK_MONOTONIC stamps (first signal, after its last
+SIGSTOP, after its last SIGCONT) and the jobs it now has running and stopped.
   client -> daemon (each with a request ``id`` echoed in the reply):
                    submit, cancel, queue, nodes, status, shutdown, ping
   daemon -> client: ok {id, data}, error {id, code, message}
@@ -164,11 +170,15 @@ SCHEMAS: dict[str, dict] = {
     "task_done": {"node": (NODE, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R),
                   "status": (_int(-255, 255), R), "usage": (_usage, R), "error": (_opt(_str()), O)},
     "bye": {"node": (NODE, R)},
+    "switched": {"node": (NODE, R), "slot": (_int(0, MAX_ID), R), "t_first": (_opt(_num(0, 1e12)), R),
+                 "t_stop": (_opt(_num(0, 1e12)), R), "t_cont": (_opt(_num(0, 1e12)), R),
+                 "running": (_list(JOB), R), "stopped": (_list(JOB), R)},
     # daemon -> node
     "welcome": {"node": (NODE, R), "heartbeat": (_num(0.001, 3600), R), "liveness": (_int(1, 1000), R)},
     "run": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "node": (NODE, R),
             "nodes": (_list(NODE), R), "runtime_s": (_num(0, 1e9), R), "command": (_opt(_str()), O),
-            "burn": (_bool, O), "name": (_str(255), O)},
+            "burn": (_bool, O), "name": (_str(255), O), "gang": (_bool, O), "suspended": (_bool, O)},
+    "switch": {"slot": (_int(0, MAX_ID), R), "stop": (_list(JOB), R), "run": (_list(JOB), R)},
     "suspend": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
     "resume": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
     "kill": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
@@ -191,9 +201,9 @@ SCHEMAS: dict[str, dict] = {
     "snapshot": {"t": (_num(), R), "data": (_any, R)},
 }
 
-NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "bye"})
+NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "switched", "bye"})
 CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutdown", "ping"})
-TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "kill", "ack", "heartbeat",
+TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "switch", "kill", "ack", "heartbeat",
                            "shutdown", "error"})
 EVENT_TOPICS = (b"job", b"node", b"snapshot")
 

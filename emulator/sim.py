@@ -175,7 +175,9 @@ class Simulation:
                     t, kind = timer_at, TIMER
                 else:
                     kind = top[1]
-            elif timer_at is not None:
+            elif timer_at is not None and in_system:
+                # a timer matters only while jobs wait; with nothing left it would only
+                # stretch the end of a run-to-completion (trace, fixed list) past its last job
                 t, kind = timer_at, TIMER
             else:
                 break

@@ -18,7 +18,16 @@ It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4
   from ``wait4``: user/system CPU seconds, max RSS, wall seconds) and re-reported until the
   daemon sends ``ack``;
 * ``suspend`` / ``resume`` / ``kill`` send SIGSTOP / SIGCONT / SIGKILL to the task's process
-  group; ``shutdown``, SIGTERM, or the death of the parent launcher kill every task and end
+  group; ``switch`` (a gang slot switch) first SIGSTOPs the tasks of the outgoing jobs, then
+  SIGCONTs those of the incoming ones (plain os.killpg: ~7 us, where psutil's suspend costs ~2
+  ms under contention) and reports ``switched`` with CLOCK_MONOTONIC stamps of its signals;
+* gang tasks (``run`` with ``gang``): a task may be created suspended (SIGSTOP right after the
+  spawn, before it is dispatched). A synthetic gang task must progress only while it is
+  dispatched, and a sleeping process does not stop its clock under SIGSTOP, so the AGENT
+  accounts its dispatched time: the task is a sleep (or a CPU burn) without an end of its
+  own, and when it has been continued for ``runtime_s`` in total the agent SIGKILLs it and
+  reports exit status 0 (``usage.dispatched`` holds the accounted seconds). A ``--command``
+  task runs until it exits, as without gang; ``shutdown``, SIGTERM, or the death of the parent launcher kill every task and end
   the agent. Tasks get PR_SET_PDEATHSIG, so even a SIGKILLed agent leaves no task behind
   (a real command's own grandchildren are the command's business).
 
@@ -28,6 +37,7 @@ within milliseconds (the live-vs-simulator agreement depends on it).
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import shutil
 import signal
@@ -56,21 +66,59 @@ def set_pdeathsig(sig: int) -> None:
 
 
 class Task:
-    __slots__ = ("job", "attempt", "rank", "pid", "started", "stopped")
+    __slots__ = ("job", "attempt", "rank", "pid", "started", "stopped", "budget", "run_since", "dispatched",
+                 "expired")
 
-    def __init__(self, job, attempt, rank, pid):
+    def __init__(self, job, attempt, rank, pid, budget=None):
         self.job, self.attempt, self.rank, self.pid = job, attempt, rank, pid
         self.started = time.monotonic()
         self.stopped = False
+        self.budget = budget  # dispatched seconds left (agent-ended gang task), None: ends itself
+        self.run_since = self.started  # None while stopped
+        self.dispatched = 0.0
+        self.expired = False
+
+    def stop(self, now):
+        if self.run_since is not None:
+            d = now - self.run_since
+            self.dispatched += d
+            if self.budget is not None:
+                self.budget -= d
+            self.run_since = None
+        self.stopped = True
+
+    def cont(self, now):
+        if self.run_since is None:
+            self.run_since = now
+        self.stopped = False
+
+    def due(self):
+        """Monotonic time at which an agent-ended task has used its budget (None: never)."""
+        if self.budget is None or self.run_since is None or self.expired:
+            return None
+        return self.run_since + self.budget
+
+
+def set_rt_priority(priority: int) -> str | None:
+    """SCHED_RR at ``priority`` for the calling thread (threads created later inherit it);
+    returns None when done, else why not."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(int(priority)))
+    except (OSError, AttributeError) as e:
+        return f"cannot set SCHED_RR priority {priority}: {e}"
+    return None
 
 
 class Agent:
     def __init__(self, node: int, endpoint: str, heartbeat: float = 0.2, liveness: int = 3,
-                 max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None):
+                 max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None,
+                 rt_priority: int | None = None):
         self.node, self.endpoint = node, endpoint
         self.hb, self.liveness, self.max_backoff = heartbeat, liveness, max_backoff
         self.parent_pid = parent_pid
         self.output_dir = output_dir
+        self.rt_priority = rt_priority
+        self.rt = False  # tasks must not inherit real-time priority
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.tasks: dict[tuple, Task] = {}
@@ -128,6 +176,8 @@ class Agent:
                 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
                     signal.signal(s, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
+                if self.rt:
+                    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
                 if m.get("command"):
                     fd = os.open(out or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                     nul = os.open(os.devnull, os.O_RDONLY)
@@ -136,7 +186,8 @@ class Agent:
                     os.dup2(fd, 2)
                     os.closerange(3, 65536)
                     os.execve("/bin/sh", ["/bin/sh", "-c", m["command"]], env)
-                deadline = time.monotonic() + m["runtime_s"]
+                # a gang task is ended by the agent when its dispatched time is used up
+                deadline = math.inf if m.get("gang") else time.monotonic() + m["runtime_s"]
                 if m.get("burn"):
                     x = 0
                     while time.monotonic() < deadline:
@@ -160,9 +211,11 @@ class Agent:
                   (os.POSIX_SPAWN_OPEN, 1, out or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
                   (os.POSIX_SPAWN_DUP2, 1, 2)]
         else:
-            argv = [SETPRIV, "--pdeathsig", "KILL", "--", SLEEP, f"{m['runtime_s']:.6f}"]
+            secs = "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"
+            argv = [SETPRIV, "--pdeathsig", "KILL", "--", SLEEP, secs]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True)
+        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.rt else {}
+        return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
 
     def on_run(self, m):
         key = (m["job"], m["attempt"])
@@ -178,7 +231,14 @@ class Agent:
             self.unacked[key] = rec
             self._send("task_done", node=self.node, error=f"cannot start task: {e}", **rec)
             return
-        t = Task(m["job"], m["attempt"], m["rank"], pid)
+        budget = m["runtime_s"] if m.get("gang") and not m.get("command") else None
+        t = Task(m["job"], m["attempt"], m["rank"], pid, budget)
+        if m.get("suspended"):
+            try:
+                os.killpg(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+            t.stop(t.started)
         self.tasks[key] = t
         self.by_pid[pid] = t
         self._remember(key)
@@ -197,7 +257,57 @@ class Agent:
                     os.killpg(t.pid, sig)
                 except ProcessLookupError:
                     pass
-                t.stopped = sig == signal.SIGSTOP
+                now = time.monotonic()
+                if sig == signal.SIGSTOP:
+                    t.stop(now)
+                elif sig == signal.SIGCONT:
+                    t.cont(now)
+
+    def on_switch(self, m):
+        """A gang slot switch: keep in the outgoing jobs' tasks, then dispatch the incoming."""
+        stop, run = set(m["stop"]), set(m["run"])
+        mono, killpg, tasks = time.monotonic, os.killpg, list(self.tasks.values())
+        t_first = t_stop = t_cont = None
+        for t in tasks:
+            if t.job in stop and not t.stopped:
+                if t_first is None:
+                    t_first = mono()
+                try:
+                    killpg(t.pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    pass
+                t_stop = mono()
+                t.stop(t_stop)
+        for t in tasks:
+            if t.job in run and t.stopped:
+                if t_first is None:
+                    t_first = mono()
+                try:
+                    killpg(t.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                t_cont = mono()
+                t.cont(t_cont)
+        self._send("switched", node=self.node, slot=m["slot"], t_first=t_first, t_stop=t_stop, t_cont=t_cont,
+                   running=sorted({t.job for t in tasks if not t.stopped}),
+                   stopped=sorted({t.job for t in tasks if t.stopped}))
+
+    def expire(self):
+        """End the agent-ended tasks whose dispatched time is used up."""
+        now = time.monotonic()
+        for t in self.tasks.values():
+            d = t.due()
+            if d is not None and d <= now:
+                t.stop(now)
+                t.expired = True
+                try:
+                    os.killpg(t.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def next_due(self):
+        ds = [d for t in self.tasks.values() if (d := t.due()) is not None]
+        return min(ds) if ds else None
 
     def reap(self):
         while self.by_pid:
@@ -212,9 +322,10 @@ class Agent:
                 continue
             key = (t.job, t.attempt)
             self.tasks.pop(key, None)
-            code = os.waitstatus_to_exitcode(status)
+            code = 0 if t.expired else os.waitstatus_to_exitcode(status)
+            t.stop(time.monotonic())
             usage = {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
-                     "wall": time.monotonic() - t.started}
+                     "wall": time.monotonic() - t.started, "dispatched": t.dispatched}
             rec = {"job": t.job, "attempt": t.attempt, "rank": t.rank, "status": max(-255, min(255, code)),
                    "usage": usage}
             self.unacked[key] = rec
@@ -244,6 +355,13 @@ class Agent:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
+        if self.rt_priority:
+            # before the ZeroMQ context: its I/O thread inherits the policy
+            why = set_rt_priority(self.rt_priority)
+            if why:
+                print(f"node {self.node}: {why}; running at normal priority", file=sys.stderr, flush=True)
+            else:
+                self.rt = True
         self.ctx = zmq.Context(io_threads=1)
         self.ctx.setsockopt(zmq.LINGER, 0)
         self._open()
@@ -252,7 +370,7 @@ class Agent:
         poller = poller_sock = None
         handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
                     "suspend": lambda m: self._signal(m, signal.SIGSTOP),
-                    "resume": lambda m: self._signal(m, signal.SIGCONT)}
+                    "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch}
         try:
             while not self.stopping:
                 now = time.monotonic()
@@ -260,6 +378,9 @@ class Agent:
                     timeout = reconnect_at - now
                 else:
                     timeout = min(self.last_send + self.hb, self.last_recv + self.hb * self.liveness) - now
+                due = self.next_due()
+                if due is not None:
+                    timeout = min(timeout, due - now)
                 if poller_sock is not (self.sock if reconnect_at is None else None):
                     poller = zmq.Poller()  # rebuilt only when the socket changes
                     poller_sock = self.sock if reconnect_at is None else None
@@ -277,6 +398,8 @@ class Agent:
                     break  # the launcher is gone
                 if self.stopping:
                     break
+                if due is not None:
+                    self.expire()
                 if reconnect_at is None:
                     self.reap()
                     if ready.get(self.sock):
@@ -342,9 +465,10 @@ class Agent:
             if t is None:
                 continue
             self.tasks.pop((t.job, t.attempt), None)
+            t.stop(time.monotonic())
             self.unacked[(t.job, t.attempt)] = {
                 "job": t.job, "attempt": t.attempt, "rank": t.rank,
-                "status": max(-255, min(255, os.waitstatus_to_exitcode(status))),
+                "status": 0 if t.expired else max(-255, min(255, os.waitstatus_to_exitcode(status))),
                 "usage": {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
                           "wall": time.monotonic() - t.started}}
 
@@ -353,6 +477,7 @@ class Agent:
 
 
 def run_node(node: int, endpoint: str, **kw) -> int:
+    kw = {k: v for k, v in kw.items() if v is not None or k != "rt_priority"}
     return Agent(node, endpoint, **kw).run()
 
 
@@ -365,8 +490,10 @@ def main(argv=None) -> int:
     ap.add_argument("--heartbeat", type=float, default=0.2)
     ap.add_argument("--liveness", type=int, default=3)
     ap.add_argument("--output-dir")
+    ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
     a = ap.parse_args(argv)
-    return run_node(a.id, a.connect, heartbeat=a.heartbeat, liveness=a.liveness, output_dir=a.output_dir)
+    return run_node(a.id, a.connect, heartbeat=a.heartbeat, liveness=a.liveness, output_dir=a.output_dir,
+                    rt_priority=a.rt_priority)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ from emulator import protocol  # noqa: F401
 from nodes import agent
 
 
-def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfile=None) -> dict[int, int]:
+def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfile=None,
+           rt_priority=None) -> dict[int, int]:
     """Fork one agent per id; returns {pid: node id}. Only call from a process with no
     ZeroMQ context."""
     homemod.raise_nofile(256)
@@ -48,7 +49,7 @@ def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfi
                     os._exit(0)
                 gc.enable()
                 code = agent.run_node(n, endpoint, heartbeat=heartbeat, liveness=liveness,
-                                      parent_pid=me, output_dir=output_dir)
+                                      parent_pid=me, output_dir=output_dir, rt_priority=rt_priority)
             except BaseException:
                 import traceback
                 traceback.print_exc()
@@ -91,6 +92,7 @@ def main(argv=None) -> int:
     ap.add_argument("--liveness", type=int, default=3)
     ap.add_argument("--home")
     ap.add_argument("--output-dir")
+    ap.add_argument("--rt-priority", type=int, help="each node runs at SCHED_RR priority P where permitted")
     a = ap.parse_args(argv)
     if "-" in a.nodes:
         lo, hi = map(int, a.nodes.split("-"))
@@ -102,7 +104,14 @@ def main(argv=None) -> int:
         home = homemod.home_dir()
         homemod.write_pidfile(home / "launcher.pid")
     t = time.monotonic()
-    children = launch(a.connect, ids, a.heartbeat, a.liveness, a.output_dir)
+    if a.rt_priority:
+        why = agent.set_rt_priority(a.rt_priority)  # probe once; each node sets its own
+        if why:
+            print(f"launcher: --rt-priority: {why}; nodes run at normal priority", file=sys.stderr, flush=True)
+            a.rt_priority = None
+        else:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    children = launch(a.connect, ids, a.heartbeat, a.liveness, a.output_dir, rt_priority=a.rt_priority)
     if a.home:
         homemod.write_json(home / "nodes.json", {str(p): n for p, n in children.items()})
     print(f"launcher: forked {len(children)} nodes in {time.monotonic() - t:.2f} s", file=sys.stderr, flush=True)

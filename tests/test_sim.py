@@ -104,3 +104,21 @@ def test_bad_run_parameters():
 
 def test_ls_ratio():
     assert ls_ratio([(1, 1.0), (1, 1.0), (4, 3.0), (4, 3.0), (2, 1.0)]) == pytest.approx(3.0)
+
+
+def test_run_to_completion_ends_at_the_last_departure_despite_a_pending_timer():
+    # a discipline that always keeps a far timer (as lazy's starvation threshold can) must
+    # not stretch a run-to-completion past its last job
+    from scheduler.disciplines.fcfs import FCFS
+    from scheduler import allocators
+
+    class FarTimer(FCFS):
+        def next_wakeup(self):
+            return self.now + 1000.0
+
+    alloc = allocators.create("buddy", "hypercube:3")
+    jobs = [J(i, i * 0.5, i % 3, 2.0) for i in range(20)]
+    res = Simulation(FarTimer(alloc.topology, alloc), jobs, keep_records=True).run()
+    last = max(r.end for r in res.records)
+    assert res.metrics["completed"] == 20
+    assert res.metrics["observation_time"] == pytest.approx(last)

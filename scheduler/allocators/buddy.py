@@ -89,18 +89,18 @@ class Buddy(Allocator):
     # ------------------------------------------------------------------ policy
 
     def _allocate(self, request: Request):
-        k = request.k
-        lists = self._lists
+        k = request.a  # the dimension: normalize made it a cube request
+        lists, n = self._lists, self.n
         j = k
-        while j <= self.n and not lists[j]:
+        while j <= n and not lists[j].members:
             j += 1
-        if j > self.n:
+        if j > n:
             return None
         base = lists[j].pop_lowest()
         while j > k:  # buddy rule: keep the lower half, free the upper half (its buddy)
             j -= 1
             lists[j].add(base | (1 << j))
-        return (Subcube(self.n, (1 << k) - 1, base),)
+        return (Subcube(n, (1 << k) - 1, base),)
 
     def _release(self, pieces):
         lists = self._lists

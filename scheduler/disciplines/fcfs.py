@@ -18,23 +18,40 @@ class FCFS(Discipline):
     def __init__(self, topology, allocator, **params):
         super().__init__(topology, allocator, **params)
         self._queue: deque = deque()
+        # The head that last failed to allocate. Until something is released (or a tick
+        # reports a change the discipline cannot see, a node back in service) it would fail
+        # again: only the head is ever allocated, so nothing else changes the free nodes.
+        self._blocked = None
 
     def _enqueue(self, job, now):
         self._queue.append(job)
 
     def _dequeue(self, job_id):
         self._queue = deque(j for j in self._queue if j.id != job_id)
+        self._blocked = None  # a new head may follow; let it be tried
 
     def _schedule(self, now):
         started = []
         q = self._queue
         while q:
-            s = self._try_start(q[0], now)
+            head = q[0]
+            if head is self._blocked:
+                break
+            s = self._try_start(head, now)
             if s is None:
+                self._blocked = head
                 break
             q.popleft()
             started.append(s)
         return started
+
+    def _on_release(self, start, now):
+        self._blocked = None
+        return []
+
+    def tick(self, now):
+        self._blocked = None
+        return super().tick(now)
 
     def waiting(self):
         return list(self._queue)

@@ -292,7 +292,10 @@ class Lazy(Discipline):
             self.stop_alloc, self.Q_j, self.priority_job = False, None, None
 
     def depart(self, job_id, now):
-        self._advance(now)
+        if type(now) is float and self.now <= now < _INF:
+            self.now = now
+        else:
+            self._advance(now)
         start = self.running.pop(job_id, None)
         if start is None:
             raise JobError(f"job {job_id} is not running")
