@@ -20,7 +20,11 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcemu", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="mcemu",
+        description="mcemu: a live emulator and a discrete-event simulator of hypercube and "
+                    "2-D mesh multicomputers, for processor allocation and job scheduling.",
+        epilog="`mcemu COMMAND --help` for one command; `mcemu demo` to see it run.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
