@@ -408,7 +408,36 @@ def run_experiment(exp: Experiment, out_dir=".", *, quick: bool = False, jobs: i
     plot(exp, res, out / "figure.png")
     write_report(out / "REPORT.md", exp, res, check, quick, summary)
     summary["outputs"] = {n: str(out / n) for n in ("results.csv", "figure.png", "REPORT.md", "runs.jsonl")}
+    write_index(Path(out_dir))
     return summary
+
+
+def write_index(out_dir: Path) -> Path:
+    """``DIR/README.md``: every experiment of the registry with its figure and the verdict
+    line of its REPORT.md, so a reader sees the results without running anything."""
+    from emulator import experiments
+
+    out_dir = Path(out_dir)
+    rows, sections = [], []
+    for exp in experiments.all_experiments():
+        report = out_dir / exp.name / "REPORT.md"
+        if not report.exists():
+            rows.append(f"| {exp.name} | {exp.paper}, {exp.figure} | not run yet |")
+            continue
+        text = report.read_text()
+        verdict = next((ln for ln in text.splitlines() if ln.startswith("**Verdict:")), "no verdict")
+        quick = " (quick form)" if "**Quick form**" in text else ""
+        rows.append(f"| [{exp.name}]({exp.name}/REPORT.md) | {exp.paper}, {exp.figure} | {verdict}{quick} |")
+        sections += [f"## {exp.name}: {exp.title}", "", f"*{exp.paper}, {exp.figure}.* {verdict}{quick} "
+                     f"[report]({exp.name}/REPORT.md), [data]({exp.name}/results.csv)", "",
+                     f"![{exp.name}]({exp.name}/figure.png)", ""]
+    lines = ["# Reproduced results", "",
+             "Each experiment re-runs one figure or table of the papers with `mcemu reproduce NAME`; "
+             "its REPORT.md states the paper's claim, our numbers and a verdict computed from them.",
+             "", "| experiment | paper, figure | verdict |", "|---|---|---|", *rows, "", *sections]
+    path = out_dir / "README.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def _summary(exp, res, check, quick, computed, secs) -> dict:
