@@ -79,7 +79,8 @@ def test_processor_counts_round_up():
     assert m.normalize(Request.processors(12)) == Request.submesh(4, 3)  # area 12, squarest, wider
     assert m.normalize(Request.processors(7)) == Request.submesh(7, 1)   # least area first, then squarest
     assert m.normalize(Request.processors(9)) == Request.submesh(3, 3)
-    assert Mesh(16, 2).normalize(Request.processors(9)) == Request.submesh(5, 2)  # 3x3 does not fit
+    assert Mesh(16, 2).normalize(Request.processors(9)) == Request.submesh(9, 1)  # 3x3 does not fit
+    assert Mesh(16, 2).normalize(Request.processors(10)) == Request.submesh(5, 2)  # squarer than 10x1
 
 
 def test_requests_that_can_never_fit_are_clear_errors():
