@@ -635,7 +635,8 @@ class Daemon:
                 self._send_run(jr, rank, n)
         if self.gang is not None:
             nr.gang_sent = None
-            self._switch_node(nr, force=True)  # adopted tasks get the current slot        if was_down:
+            self._switch_node(nr, force=True)  # adopted tasks get the current slot
+        if was_down:
             t = self._input("node_up", node=n, data={"pid": nr.pid, "host": nr.host})
             self._emit_node(n, "idle", t)
 
@@ -977,9 +978,12 @@ def main(argv=None) -> int:
         return 2
     homemod.raise_nofile(d.topology.size + 256)
     if a.rt_priority:
-        try:  # before bind: the ZeroMQ I/O thread inherits the policy
-            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(a.rt_priority))
-            log.info("running at SCHED_RR priority %d", a.rt_priority)
+        # before bind: the ZeroMQ I/O thread inherits the policy; one level above the nodes,
+        # so that a slot switch is handed to every node before the first node's work
+        prio = min(a.rt_priority + 1, os.sched_get_priority_max(os.SCHED_RR))
+        try:
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(prio))
+            log.info("running at SCHED_RR priority %d", prio)
         except (OSError, AttributeError) as e:
             log.warning("--rt-priority %d not permitted (%s): running at normal priority", a.rt_priority, e)
     d.bind()

@@ -8,6 +8,11 @@ Two tables, written in the same transaction:
   check). The policy objects are deterministic functions of these calls, so replaying the
   inputs rebuilds the exact allocator and discipline state after a crash, including which
   nodes every running job holds; no allocator needs a "claim this allocation" API.
+  Under a gang policy (``--gang``) the same holds: the policy is a deterministic function
+  of these inputs and their times, ``tick`` included, so the replay rebuilds the rows, the
+  registration office, every job's level and slot counts and the current slot; slot switches
+  themselves are decisions, not inputs, and are not journaled (a recovered daemon sends each
+  node the current slot when it registers again).
 * ``jobs``: the current view of every job (state, attempt, allocation, times, exit status),
   for ``mcemu queue --all`` and for a restarted daemon.
 

@@ -53,6 +53,7 @@ from emulator import protocol as P
 PR_SET_PDEATHSIG = 1
 SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked from the agent
 SLEEP = shutil.which("sleep") or "/bin/sleep"
+REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
 except OSError:  # pragma: no cover - not Linux
@@ -128,6 +129,8 @@ class Agent:
         self.recent_set: set = set()
         self.stopping = False
         self.registered = False
+        self.reports: list = []  # ``switched`` reports not sent yet
+        self.report_at = None
 
     # ------------------------------------------------------------------ socket
 
@@ -288,9 +291,19 @@ class Agent:
                     pass
                 t_cont = mono()
                 t.cont(t_cont)
-        self._send("switched", node=self.node, slot=m["slot"], t_first=t_first, t_stop=t_stop, t_cont=t_cont,
-                   running=sorted({t.job for t in tasks if not t.stopped}),
-                   stopped=sorted({t.job for t in tasks if t.stopped}))
+        # the report is telemetry: sent a little later, so that right after a switch the cores
+        # go to the other nodes' signals (that is the skew), not to this node's messages
+        self.reports.append(dict(node=self.node, slot=m["slot"], t_first=t_first, t_stop=t_stop, t_cont=t_cont,
+                                 running=sorted({t.job for t in tasks if not t.stopped}),
+                                 stopped=sorted({t.job for t in tasks if t.stopped})))
+        if self.report_at is None:
+            self.report_at = mono() + REPORT_DELAY
+
+    def send_reports(self):
+        for r in self.reports:
+            self._send("switched", **r)
+        self.reports.clear()
+        self.report_at = None
 
     def expire(self):
         """End the agent-ended tasks whose dispatched time is used up."""
@@ -381,6 +394,8 @@ class Agent:
                 due = self.next_due()
                 if due is not None:
                     timeout = min(timeout, due - now)
+                if self.report_at is not None and reconnect_at is None:
+                    timeout = min(timeout, self.report_at - now)
                 if poller_sock is not (self.sock if reconnect_at is None else None):
                     poller = zmq.Poller()  # rebuilt only when the socket changes
                     poller_sock = self.sock if reconnect_at is None else None
@@ -402,6 +417,8 @@ class Agent:
                     self.expire()
                 if reconnect_at is None:
                     self.reap()
+                    if self.report_at is not None and time.monotonic() >= self.report_at:
+                        self.send_reports()
                     if ready.get(self.sock):
                         while True:
                             try:

@@ -62,15 +62,19 @@ def one(n_nodes: int, kind: str, rt: bool, switches: int, slot_s: float) -> dict
             ids = c.submit_many([{"request": {"cube": dim}, "runtime": 1e6, "burn": kind == "burn"}] * 2)
             warm = 3  # the first switches include creating the tasks
 
-            def enough(cl):
-                sw = cl.status()["gang_switches"] or []
-                full = [s for s in sw if s["nodes"] == n_nodes and s["switch"] > warm]
-                return full if len(full) >= switches else None
-
             t = time.monotonic()
-            full = c.wait_until(enough, timeout=switches * slot_s * 4 + 60, interval=0.5)
+            deadline = t + switches * slot_s * 3 + 30
+            while True:  # until enough switches reached every node, or the deadline
+                st = c.status()
+                sw = [s for s in st["gang_switches"] or [] if s["switch"] > warm]
+                full = [s for s in sw if s["nodes"] == n_nodes]
+                if len(full) >= switches or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
             res["wall_s"] = round(time.monotonic() - t, 1)
-            st = c.status()
+            res["incomplete"] = len(sw) - len(full)  # switches some node had not reported
+            if not full:
+                raise RuntimeError(f"no switch reached all {n_nodes} nodes in {res['wall_s']} s")
             res["switches_total"] = st["gang"]["slot"]["number"]
             down = st["nodes"].get("down", 0)
             res["nodes_down"] = down
@@ -123,7 +127,9 @@ def main(argv=None) -> int:
                 print(f"{n:>5} {kind:>5} {rt_s:>3} | {r['skew_p50_ms']:>7.2f}ms {r['skew_p99_ms']:>6.2f}ms "
                       f"{r['skew_max_ms']:>6.2f}ms | {r['cont_skew_p50_ms']:>7.2f}ms {r['cont_skew_p99_ms']:>6.2f}ms | "
                       f"{r['latency_p50_ms']:>6.2f}ms {r['latency_p99_ms']:>6.2f}ms | {r['load1_after']}"
-                      + (f"  ({r['nodes_down']} nodes down)" if r["nodes_down"] else ""), flush=True)
+                      + (f"  ({r['nodes_down']} nodes down)" if r["nodes_down"] else "")
+                      + (f"  (only {r['samples']} complete switches)" if r["samples"] < min(a.switches, 95) else ""),
+                      flush=True)
     out["load_after"] = os.getloadavg()
     if a.json:
         print(json.dumps(out, indent=1))

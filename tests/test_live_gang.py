@@ -195,3 +195,38 @@ def test_refused_request_changes_nothing(tmp_path):
             assert P.decode(frame, max_size=P.MAX_REPLY)["data"]["job"] == 1
         finally:
             d.journal.close()
+
+
+def test_daemon_killed_under_gang_recovers_the_slots_and_every_job_finishes_once(cluster):
+    """The journal's inputs (ticks included) rebuild the gang state; the nodes keep their
+    tasks (and their dispatched-time accounts) and get the current slot on re-registration."""
+    import os
+    import signal
+
+    cluster.up("--topology", "hypercube:3", "--gang", "round-robin", "--param", "slot=1.0", "--time-unit", UNIT)
+    runtimes = [2.5, 3.5, 4.5]
+    ids = cluster.client.submit_many([{"request": {"cube": 3}, "runtime": r} for r in runtimes])
+    wait_for(lambda: cluster.client.status()["gang"]["slot"]["number"] >= 3, 20, "three slots")
+    cluster.record()
+    os.kill(cluster.daemon_pid(), signal.SIGKILL)
+    cluster.client.close()
+    cluster._client = None
+    wait_for(lambda: cluster.daemon_pid() is None, 5, "the daemon to be gone")
+    cluster.up()  # the journal knows the gang policy; the nodes are still there
+    cluster.record()
+    st = cluster.client.status()
+    assert st["config"]["gang"] == "round-robin" and st["gang"]["office"]["order"]
+
+    def one_at_a_time():  # after the new daemon's first switch reached every node
+        nodes = cluster.client.nodes()
+        for n in nodes:
+            r = n["reported"]
+            if r is not None:
+                assert len(r["running"]) <= 1, n
+        return all(n["reported"] is not None for n in nodes) or None
+
+    wait_for(one_at_a_time, 20, "every node to report a slot of the new daemon")
+    rows = _finished(cluster, ids, 60)
+    for r, rt in zip(rows, runtimes):
+        assert r["state"] == "completed" and r["attempt"] == 1, r
+        assert r["usage"]["dispatched"] == pytest.approx(8 * rt * UNIT, rel=0.05, abs=0.1), r

@@ -13,7 +13,7 @@ import importlib
 from scheduler.registry import Registry, UnknownPolicy
 
 REGISTRY = Registry("experiment")
-MODULES = ("lazy", "rsr", "dissertation", "nasa")
+MODULES = ("lazy", "rsr", "dissertation", "nasa", "gang")
 _loaded = False
 
 

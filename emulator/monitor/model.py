@@ -358,6 +358,8 @@ class MonitorState:
             for n in j.nodes:
                 if 0 <= n < self.size:
                     c = cells[n]
+                    if susp and c[0] == "busy" and c[1] is not None:
+                        continue  # gang: the node shows the task it runs, not one kept in
                     c[1] = j.id
                     if c[0] != "down":
                         c[0] = "suspended" if susp else "busy"

@@ -14,34 +14,15 @@ paper; only the constant factor differs from a bit-by-bit scan.
 from __future__ import annotations
 
 from scheduler.allocators import register
-from scheduler.allocators.base import Allocator
+from scheduler.allocators._cubes import BusyBytes, least_free_block
 from scheduler.topology import Request, Subcube
 
 
-def least_free_block(bits: bytearray, size: int, limit: int, start: int = 0) -> int:
-    """The lowest start of an aligned run of ``size`` zero bytes (size a power of two) at or
-    after ``start`` and below ``limit``; -1 when there is none."""
-    lo = bits.find(0, start, limit)
-    while lo >= 0:
-        lo &= ~(size - 1)
-        busy = bits.find(1, lo, lo + size)
-        if busy < 0:
-            return lo
-        lo = bits.find(0, (busy | (size - 1)) + 1, limit)
-    return -1
-
-
 @register("buddy-bitmap")
-class BuddyBitmap(Allocator):
+class BuddyBitmap(BusyBytes):
     """Buddy strategy on 2^n allocation bits, least m (lazy paper 2.1)."""
 
-    kinds = ("hypercube",)
     complete_recognition = False
-
-    def __init__(self, topology, **options):
-        super().__init__(topology, **options)
-        self.n = topology.n
-        self._bits = bytearray(topology.size)  # 1 = busy
 
     def _allocate(self, request: Request):
         k = request.k
@@ -55,7 +36,3 @@ class BuddyBitmap(Allocator):
         for piece in pieces:
             size = piece.size
             self._bits[piece.base:piece.base + size] = bytes(size)
-
-    def free_nodes(self) -> frozenset:
-        bits = self._bits
-        return frozenset(i for i in range(len(bits)) if not bits[i])

@@ -23,8 +23,7 @@ increasing order, so it returns the least m like the paper's bit scan.
 from __future__ import annotations
 
 from scheduler.allocators import register
-from scheduler.allocators.base import Allocator
-from scheduler.allocators.buddy_bitmap import least_free_block
+from scheduler.allocators._cubes import BusyBytes, least_free_block
 from scheduler.topology import Request, Subcube
 
 
@@ -77,16 +76,13 @@ def least_window(bits: bytearray, k: int, start_half: int = 0) -> int:
 
 
 @register("gray-code")
-class GrayCode(Allocator):
+class GrayCode(BusyBytes):
     """Single binary reflected gray code strategy (Chen and Shin; lazy paper 2.1)."""
 
-    kinds = ("hypercube",)
     complete_recognition = False
 
     def __init__(self, topology, **options):
-        super().__init__(topology, **options)
-        self.n = topology.n
-        self._bits = bytearray(topology.size)  # gray-ordered: position i is node G(i)
+        super().__init__(topology, **options)  # _bits gray-ordered: position i is node G(i)
         self._windows: dict[tuple[int, int], tuple[int, int]] = {}  # (mask, base) -> (pos, len)
 
     def _allocate(self, request: Request):

@@ -18,23 +18,16 @@ no smaller cube to pair). Allocation is O(n 2^n) and release O(2^k), as the pape
 from __future__ import annotations
 
 from scheduler.allocators import register
-from scheduler.allocators.base import Allocator
-from scheduler.allocators.buddy_bitmap import least_free_block
+from scheduler.allocators._cubes import BusyBytes, least_free_block
 from scheduler.topology import Request, Subcube
 
 
 @register("modified-buddy")
-class ModifiedBuddy(Allocator):
+class ModifiedBuddy(BusyBytes):
     """Modified buddy (Al-Dhelaan and Bose; lazy paper 2.1): a free (k-1)-block and a free
     p-th partner."""
 
-    kinds = ("hypercube",)
     complete_recognition = False
-
-    def __init__(self, topology, **options):
-        super().__init__(topology, **options)
-        self.n = topology.n
-        self._bits = bytearray(topology.size)  # 1 = busy
 
     def _allocate(self, request: Request):
         k, n, bits = request.k, self.n, self._bits
@@ -72,7 +65,3 @@ class ModifiedBuddy(Allocator):
     def _release(self, pieces):
         for piece in pieces:
             self._mark(piece, 0)
-
-    def free_nodes(self) -> frozenset:
-        bits = self._bits
-        return frozenset(i for i in range(len(bits)) if not bits[i])

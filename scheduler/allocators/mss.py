@@ -31,8 +31,7 @@ Readings chosen:
 from __future__ import annotations
 
 from scheduler.allocators import register
-from scheduler.allocators.base import Allocator
-from scheduler.allocators.tree_collapsing import CubeBits
+from scheduler.allocators._cubes import CubeBits, FreeBitmap
 from scheduler.topology import Subcube
 
 
@@ -76,16 +75,13 @@ def decompose(bits: CubeBits, free: int) -> list[tuple[int, int, int]]:
 
 
 @register("mss")
-class MSS(Allocator):
+class MSS(FreeBitmap):
     """Dutt and Hayes: keep the free nodes as a maximal set of disjoint subcubes; best fit."""
 
-    kinds = ("hypercube",)
     complete_recognition = True
 
     def __init__(self, topology, **options):
         super().__init__(topology, **options)
-        self._bits = CubeBits(topology.n)
-        self._free = self._bits.full
         self._mss = decompose(self._bits, self._free)
 
     @property
@@ -117,8 +113,7 @@ class MSS(Allocator):
         return (Subcube(self.topology.n, sub, base),)
 
     def _release(self, pieces):
-        for p in pieces:
-            self._free |= self._bits.cube_bits(p.mask, p.base)
+        super()._release(pieces)
         self._mss = decompose(self._bits, self._free)
 
     def free_nodes(self) -> frozenset:

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
+from itertools import count
 
 from scheduler.disciplines.base import DisciplineError
 
@@ -186,6 +188,48 @@ class SizeClasses:
         return {"limits": list(self.limits), "preset": self.preset}
 
 
+class ClassQueues:
+    """Mixin for the disciplines that serve their size-class queues with a pointer (``bwq``,
+    ``mq-scan``): ``classes.count`` FCFS queues of (seq, job), the queue in service
+    ``current`` and ``boundary``, the seq of the last job of its pass (None between passes)."""
+
+    classes: SizeClasses
+
+    def _init_queues(self) -> None:
+        self.queues: list[deque] = [deque() for _ in range(self.classes.count)]
+        self.current = 0
+        self.boundary = None
+        self._where: dict = {}  # waiting job id -> queue index
+        self._seq = count()
+
+    def _put(self, job) -> None:
+        c = self.classes.index(job.request)
+        self.queues[c].append((next(self._seq), job))
+        self._where[job.id] = c
+
+    def _next_nonempty(self, start: int) -> int | None:
+        """The first non-empty queue from ``start`` on, circular right."""
+        nq = len(self.queues)
+        for d in range(nq):
+            i = (start + d) % nq
+            if self.queues[i]:
+                return i
+        return None
+
+    def waiting(self):
+        """The current queue first (its pass, then later arrivals), then circular right."""
+        nq = len(self.queues)
+        return [job for d in range(nq) for _, job in self.queues[(self.current + d) % nq]]
+
+    def _mark_pass(self, i: int, entry: dict) -> dict:
+        """A queue's snapshot ``entry``, marked when it is in service with its pass."""
+        if i == self.current:
+            entry["current"] = True
+            if self.boundary is not None:
+                entry["in_pass"] = [j.id for seq, j in self.queues[i] if seq <= self.boundary]
+        return entry
+
+
 class MemoStart:
     """Mixin for a :class:`Discipline`: ``_attempt(job, now)`` is ``_try_start`` that does not
     ask the allocator again for a request that already failed while the machine is unchanged.
@@ -219,4 +263,4 @@ class MemoStart:
         return []
 
 
-__all__ = ["MemoStart", "SizeClasses", "check_params", "int_param", "per_queue"]
+__all__ = ["ClassQueues", "MemoStart", "SizeClasses", "check_params", "int_param", "per_queue"]

@@ -47,6 +47,7 @@ class Discipline:
         # request -> allocator.normalize(request), successes only (a refusal raises every
         # time): normalize is a pure function of the request, asked at every arrival.
         self._normalized: dict = {}
+        self._class_cache: dict = {}  # request -> topology.size_class(request)
 
     @property
     def name(self) -> str:
@@ -55,14 +56,7 @@ class Discipline:
     # ------------------------------------------------------------------ driver API
 
     def arrive(self, job: Job, now: float) -> list[Start]:
-        if type(now) is float and self.now <= now < _INF:
-            self.now = now
-        else:
-            self._advance(now)
-        if job.id in self._known:
-            raise JobError(f"job {job.id} is already known to the scheduler")
-        if job.request not in self._normalized:
-            self._normalize(job.request)  # refuse what can never fit, before any change
+        self._admit(job, now)
         self._known.add(job.id)
         self._enqueue(job, now)
         return self._schedule(now)
@@ -112,6 +106,18 @@ class Discipline:
 
     # ------------------------------------------------------------------ helpers
 
+    def _admit(self, job: Job, now: float) -> None:
+        """The checks of an arrival, before any change: time moves on, the id is new, the
+        request can fit (RequestError otherwise)."""
+        if type(now) is float and self.now <= now < _INF:  # the hot path: a valid, later time
+            self.now = now
+        else:
+            self._advance(now)
+        if job.id in self._known:
+            raise JobError(f"job {job.id} is already known to the scheduler")
+        if job.request not in self._normalized:
+            self._normalize(job.request)
+
     def _advance(self, now: float) -> None:
         if type(now) is float and self.now <= now < _INF:  # the hot path: a valid, later time
             self.now = now
@@ -128,6 +134,14 @@ class Discipline:
         if r is None:
             r = self._normalized[request] = self.allocator.normalize(request)
         return r
+
+    def _size_class(self, request) -> int:
+        """``topology.size_class(request)``, remembered: the per-size queue of scan, static
+        and lazy."""
+        k = self._class_cache.get(request)
+        if k is None:
+            k = self._class_cache[request] = self.topology.size_class(request)
+        return k
 
     def _try_start(self, job: Job, now: float) -> Start | None:
         """Allocate for ``job``; on success record it running and return the decision."""
@@ -159,4 +173,14 @@ class Discipline:
         return []
 
 
-__all__ = ["Discipline", "DisciplineError"]
+def remove_job(queue, job_id, paired: bool = False) -> int | None:
+    """Delete waiting job ``job_id`` from ``queue`` (a deque or list of jobs, or of (seq, job)
+    pairs when ``paired``); the index it had, None when it is not there (for cancel)."""
+    for i, e in enumerate(queue):
+        if (e[1] if paired else e).id == job_id:
+            del queue[i]
+            return i
+    return None
+
+
+__all__ = ["Discipline", "DisciplineError", "remove_job"]

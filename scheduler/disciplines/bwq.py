@@ -48,12 +48,11 @@ Readings where the text leaves a gap:
 """
 from __future__ import annotations
 
-from collections import deque
-from itertools import count, islice
+from itertools import islice
 
 from scheduler.disciplines import register
-from scheduler.disciplines._size_classes import MemoStart, SizeClasses, check_params, per_queue
-from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.disciplines._size_classes import ClassQueues, MemoStart, SizeClasses, check_params, per_queue
+from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
 
 _NO_BOUND = float("inf")
 
@@ -65,7 +64,7 @@ def _default_bqsl(q: int) -> tuple[int, ...]:
 
 
 @register("bwq")
-class BWQ(MemoStart, Discipline):
+class BWQ(ClassQueues, MemoStart, Discipline):
     """BWQ: size-class queues, circular-right BQ policy with BQSL, lookahead windows, Qboundary."""
 
     PARAMS = ("queues", "limits", "bqsl", "window", "back")
@@ -82,28 +81,18 @@ class BWQ(MemoStart, Discipline):
         self.back = params.get("back", "smallest")
         if self.back not in ("smallest", "previous"):
             raise DisciplineError(f"bwq parameter back must be 'smallest' or 'previous', got {self.back!r}")
-        self.queues: list[deque] = [deque() for _ in range(q)]  # of (seq, job)
-        self.current = 0
-        self.boundary: int | None = None  # seq of the last job in the current pass
+        self._init_queues()
         self.blocked_on = None  # id of the starving job the scheduler waits for
         self.priority: dict = {}  # waiting job id -> P (times passed)
-        self._where: dict = {}  # waiting job id -> queue index
-        self._seq = count()
 
     # ------------------------------------------------------------------ hooks
 
     def _enqueue(self, job, now):
-        c = self.classes.index(job.request)
-        self.queues[c].append((next(self._seq), job))
-        self._where[job.id] = c
+        self._put(job)
         self.priority[job.id] = 0
 
     def _dequeue(self, job_id):
-        q = self.queues[self._where[job_id]]
-        for i, (_, j) in enumerate(q):
-            if j.id == job_id:
-                del q[i]
-                break
+        remove_job(self.queues[self._where[job_id]], job_id, paired=True)
         self._forget(job_id)
 
     def _forget(self, job_id):
@@ -111,14 +100,6 @@ class BWQ(MemoStart, Discipline):
         del self.priority[job_id]
         if self.blocked_on == job_id:
             self.blocked_on = None
-
-    def _next_nonempty(self, start: int) -> int | None:
-        nq = len(self.queues)
-        for d in range(nq):
-            i = (start + d) % nq
-            if self.queues[i]:
-                return i
-        return None
 
     def _window_start(self, c: int, now: float, bound: float):
         """Start the first job of queue c's lookahead window (jobs with seq <= bound) that
@@ -189,27 +170,17 @@ class BWQ(MemoStart, Discipline):
 
     # ------------------------------------------------------------------ views
 
-    def waiting(self):
-        """The current queue first (its pass, then later arrivals), then circular right."""
-        nq = len(self.queues)
-        return [job for d in range(nq) for _, job in self.queues[(self.current + d) % nq]]
-
     def snapshot(self):
         queues = []
         for i, q in enumerate(self.queues):
-            entry = {
+            queues.append(self._mark_pass(i, {
                 "name": f"Q{i}",
                 "sizes": self.classes.bounds(i),
                 "bqsl": self.bqsl[i],
                 "window": self.window[i],
                 "jobs": [j.id for _, j in q],
                 "priority": {str(j.id): self.priority[j.id] for _, j in q if self.priority[j.id]},
-            }
-            if i == self.current:
-                entry["current"] = True
-                if self.boundary is not None:
-                    entry["in_pass"] = [j.id for seq, j in q if seq <= self.boundary]
-            queues.append(entry)
+            }))
         snap = {
             "discipline": self.name,
             "queues": queues,

@@ -61,7 +61,7 @@ from itertools import count
 
 from scheduler.disciplines import register
 from scheduler.disciplines._size_classes import MemoStart, SizeClasses, check_params
-from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
 
 
 def _coefficient(what: str, value) -> float:
@@ -144,10 +144,7 @@ class HELM(MemoStart, Discipline):
             q = self.hq
         else:
             q = self.lqs[where]
-        for i, (_, j) in enumerate(q):
-            if j.id == job_id:
-                del q[i]
-                break
+        remove_job(q, job_id, paired=True)
 
     def _on_release(self, start, now):
         self._memo_version += 1

@@ -79,7 +79,7 @@ import math
 from collections import deque
 
 from scheduler.disciplines import register
-from scheduler.disciplines.base import _INF, Discipline, DisciplineError
+from scheduler.disciplines.base import _INF, Discipline, DisciplineError, remove_job
 from scheduler.jobs import JobError, Start
 
 
@@ -119,7 +119,6 @@ class Lazy(Discipline):
         self.Q_j: int | None = None
         self.priority_job = None  # id of the head of Q_j while stop_alloc is set
         self._alloc_class: dict = {}  # running job id -> class of its allocation
-        self._class_cache: dict = {}
         self._count = 0
         self._arrival_k: int | None = None  # literal mode: the queue Lazy_Request serves
         self._releases = 0  # allocations released so far
@@ -160,8 +159,8 @@ class Lazy(Discipline):
 
     def _update_threshold(self) -> None:
         # Only an arrival (lambda) or an allocation (d_t) moves the dynamic threshold. The
-        # same arithmetic as d_t * d_t * arrival_rate, inlined: it runs at every arrival and
-        # allocation.
+        # arithmetic of d_t * d_t * arrival_rate, without the properties: it runs at every
+        # arrival and allocation.
         if self._dynamic:
             n, a = self.allocated, self.arrivals
             if n and a >= 2 and self._last_arrival > self._first_arrival:
@@ -171,12 +170,6 @@ class Lazy(Discipline):
                 self._threshold = None
 
     # ------------------------------------------------------------------ bookkeeping
-
-    def _size_class(self, request) -> int:
-        k = self._class_cache.get(request)
-        if k is None:
-            k = self._class_cache[request] = self.topology.size_class(request)
-        return k
 
     def _record_start(self, s: Start) -> Start:
         req = s.allocation.request
@@ -246,17 +239,12 @@ class Lazy(Discipline):
     # ------------------------------------------------------------------ hooks
 
     def arrive(self, job, now):
-        # Discipline.arrive, with the arrival measured after the refusal check and before
-        # the job is queued; inlined because it runs at every arrival.
-        if type(now) is float and self.now <= now < _INF:
-            self.now = now
-        else:
-            self._advance(now)
-        if job.id in self._known:
-            raise JobError(f"job {job.id} is already known to the scheduler")
-        req = job.request
-        if req not in self._normalized:
-            self._normalize(req)  # refuse before measuring the arrival
+        # Discipline.arrive, with the arrival measured after the refusal and before the job
+        # is queued.
+        self._admit(job, now)
+        k = self._class_cache.get(job.request)
+        if k is None:
+            k = self._size_class(job.request)
         self.arrivals += 1
         if self._first_arrival is None:
             self._first_arrival = now
@@ -264,13 +252,13 @@ class Lazy(Discipline):
         if self._dynamic:
             self._update_threshold()
         self._known.add(job.id)
-        self._enqueue(job, now)
+        self._put(job, k)
         return self._schedule(now)
 
     def _enqueue(self, job, now):
-        k = self._class_cache.get(job.request)
-        if k is None:
-            k = self._size_class(job.request)
+        self._put(job, self._size_class(job.request))
+
+    def _put(self, job, k: int) -> None:
         self.queues[k].append(job)
         self._waiting[job.id] = job
         self._seq += 1
@@ -281,11 +269,7 @@ class Lazy(Discipline):
 
     def _dequeue(self, job_id):
         k = self._class_cache[self._waiting.pop(job_id).request]
-        q = self.queues[k]
-        for i, j in enumerate(q):
-            if j.id == job_id:
-                del q[i]
-                break
+        remove_job(self.queues[k], job_id)
         self._count -= 1
         self._dirty.add(k)
         if job_id == self.priority_job:

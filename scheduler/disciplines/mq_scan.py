@@ -31,18 +31,15 @@ Our reading, chosen to match those statements:
 """
 from __future__ import annotations
 
-from collections import deque
-from itertools import count
-
 from scheduler.disciplines import register
-from scheduler.disciplines._size_classes import MemoStart, SizeClasses, check_params
-from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.disciplines._size_classes import ClassQueues, MemoStart, SizeClasses, check_params
+from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
 
 _NO_BOUND = float("inf")
 
 
 @register("mq-scan")
-class MQScan(MemoStart, Discipline):
+class MQScan(ClassQueues, MemoStart, Discipline):
     """MQ-SCAN: per-size FCFS queues served in c-scan order, non-blocking sweep when blocked."""
 
     PARAMS = ("queues", "limits", "boundary")
@@ -57,23 +54,13 @@ class MQScan(MemoStart, Discipline):
         if not isinstance(self.use_boundary, bool):
             raise DisciplineError(
                 f"mq-scan parameter boundary must be true or false, got {self.use_boundary!r}")
-        self.queues: list[deque] = [deque() for _ in range(self.classes.count)]  # of (seq, job)
-        self.current = 0
-        self.boundary: float | None = None  # seq of the last job of the pass in service
-        self._where: dict = {}
-        self._seq = count()
+        self._init_queues()  # boundary: _NO_BOUND for a pass without one
 
     def _enqueue(self, job, now):
-        c = self.classes.index(job.request)
-        self.queues[c].append((next(self._seq), job))
-        self._where[job.id] = c
+        self._put(job)
 
     def _dequeue(self, job_id):
-        q = self.queues[self._where.pop(job_id)]
-        for i, (_, j) in enumerate(q):
-            if j.id == job_id:
-                del q[i]
-                break
+        remove_job(self.queues[self._where.pop(job_id)], job_id, paired=True)
 
     def _serve(self, c: int, now: float, bound: float, started: list) -> bool:
         """Start queue c's head jobs (seq <= bound) while they fit; True if the head blocked."""
@@ -92,7 +79,7 @@ class MQScan(MemoStart, Discipline):
         qs, nq = self.queues, len(self.queues)
         while self._where:
             if self.boundary is None:
-                c = next((i % nq for i in range(self.current, self.current + nq) if qs[i % nq]), None)
+                c = self._next_nonempty(self.current)
                 if c is None:
                     break
                 self.current = c
@@ -106,19 +93,11 @@ class MQScan(MemoStart, Discipline):
             break
         return started
 
-    def waiting(self):
-        nq = len(self.queues)
-        return [job for d in range(nq) for _, job in self.queues[(self.current + d) % nq]]
-
     def snapshot(self):
         queues = []
         for i, q in enumerate(self.queues):
-            entry = {"name": f"Q{i}", "sizes": self.classes.bounds(i), "jobs": [j.id for _, j in q]}
-            if i == self.current:
-                entry["current"] = True
-                if self.boundary is not None:
-                    entry["in_pass"] = [j.id for seq, j in q if seq <= self.boundary]
-            queues.append(entry)
+            queues.append(self._mark_pass(
+                i, {"name": f"Q{i}", "sizes": self.classes.bounds(i), "jobs": [j.id for _, j in q]}))
         snap = {
             "discipline": self.name,
             "queues": queues,

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import deque
 
 from scheduler.disciplines import register
-from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
 
 
 def _flag(name: str, value) -> bool:
@@ -63,19 +63,12 @@ class Scan(Discipline):
         self.batch: int | None = None
         self._count = 0  # waiting jobs
         self._class_of: dict = {}  # waiting job id -> queue index
-        self._class_cache: dict = {}
 
     @property
     def direction(self) -> str:
         return "up" if self.step > 0 else "down"
 
     # ------------------------------------------------------------------ hooks
-
-    def _size_class(self, request) -> int:
-        k = self._class_cache.get(request)
-        if k is None:
-            k = self._class_cache[request] = self.topology.size_class(request)
-        return k
 
     def _enqueue(self, job, now):
         k = self._size_class(job.request)
@@ -85,11 +78,7 @@ class Scan(Discipline):
 
     def _dequeue(self, job_id):
         k = self._class_of.pop(job_id)
-        q = self.queues[k]
-        for i, j in enumerate(q):
-            if j.id == job_id:
-                del q[i]
-                break
+        i = remove_job(self.queues[k], job_id)
         self._count -= 1
         if k == self.current and self.batch is not None and i < self.batch:
             self.batch -= 1

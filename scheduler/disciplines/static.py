@@ -41,7 +41,7 @@ from collections import deque
 
 from scheduler.allocators.base import Allocator
 from scheduler.disciplines import register
-from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
 from scheduler.quarantine import Quarantine
 from scheduler.topology import RequestTooLarge, Subcube
 
@@ -120,15 +120,8 @@ class Static(Discipline):
         self.allocator = StaticPartitions(topology, quarantine)
         self.queues = [deque() for _ in range(topology.n)]
         self._class_of: dict = {}
-        self._class_cache: dict = {}
         self._dirty: set = set()
         self._seq = 0  # arrival order, to report simultaneous starts in that order
-
-    def _size_class(self, request) -> int:
-        k = self._class_cache.get(request)
-        if k is None:
-            k = self._class_cache[request] = self.topology.size_class(request)
-        return k
 
     def _enqueue(self, job, now):
         k = self._size_class(job.request)
@@ -138,8 +131,7 @@ class Static(Discipline):
         self._dirty.add(k)
 
     def _dequeue(self, job_id):
-        k = self._class_of.pop(job_id)
-        self.queues[k] = deque(e for e in self.queues[k] if e[1].id != job_id)
+        remove_job(self.queues[self._class_of.pop(job_id)], job_id, paired=True)
 
     def tick(self, now):
         # A node the daemon's quarantine brought back may free a partition for any queue.
