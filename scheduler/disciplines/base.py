@@ -109,10 +109,7 @@ class Discipline:
     def _admit(self, job: Job, now: float) -> None:
         """The checks of an arrival, before any change: time moves on, the id is new, the
         request can fit (RequestError otherwise)."""
-        if type(now) is float and self.now <= now < _INF:  # the hot path: a valid, later time
-            self.now = now
-        else:
-            self._advance(now)
+        self._advance(now)
         if job.id in self._known:
             raise JobError(f"job {job.id} is already known to the scheduler")
         if job.request not in self._normalized:

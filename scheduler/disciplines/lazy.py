@@ -79,7 +79,7 @@ import math
 from collections import deque
 
 from scheduler.disciplines import register
-from scheduler.disciplines.base import _INF, Discipline, DisciplineError, remove_job
+from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
 from scheduler.jobs import JobError, Start
 
 
@@ -276,10 +276,7 @@ class Lazy(Discipline):
             self.stop_alloc, self.Q_j, self.priority_job = False, None, None
 
     def depart(self, job_id, now):
-        if type(now) is float and self.now <= now < _INF:
-            self.now = now
-        else:
-            self._advance(now)
+        self._advance(now)
         start = self.running.pop(job_id, None)
         if start is None:
             raise JobError(f"job {job_id} is not running")
