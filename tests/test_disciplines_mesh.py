@@ -452,3 +452,22 @@ def test_runs_to_completion_with_every_allocator(topology, allocator, name, para
     for s in dr.starts.values():
         assert s.time >= s.job.submit
     json.dumps(dr.d.snapshot())
+
+
+def test_a_node_back_in_service_is_used_after_tick():
+    # quarantine: a down node makes an allocation fail without any start or release; once the
+    # node is back, tick() must retry the waiting job (the remembered failure is void)
+    from scheduler import allocators, disciplines
+    from scheduler.jobs import Job
+    from scheduler.quarantine import Quarantine
+    from scheduler.topology import Request
+
+    for name in ("bwq", "mq-scan", "helm"):
+        inner = allocators.create("first-fit", "mesh:2x2")
+        q = Quarantine(inner)
+        d = disciplines.create(name, inner.topology, q)
+        q.mark_down(3)
+        assert d.arrive(Job(1, 0.0, Request.submesh(2, 2), 5.0), 0.0) == []
+        q.mark_up(3)
+        started = d.tick(1.0)
+        assert [s.job.id for s in started] == [1], name

@@ -262,5 +262,11 @@ class MemoStart:
         self._memo_version += 1
         return []
 
+    def tick(self, now):
+        # the daemon ticks after a node comes back into service: the machine changed without
+        # a start or release, so every remembered failure is void
+        self._memo_version += 1
+        return super().tick(now)
+
 
 __all__ = ["ClassQueues", "MemoStart", "SizeClasses", "check_params", "int_param", "per_queue"]
