@@ -228,6 +228,7 @@ def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.
     skipped: dict[str, list] = {}
     clamped: list = []
     seen: dict[int, int] = {}
+    requests: dict = {}
     jobs = []
     for rec, lineno in zip(log.records, log.lines):
         if rec.job in seen:
@@ -245,11 +246,14 @@ def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.
             continue
         if p > topo.size:
             raise SwfError(f"{path}:{lineno}: job {rec.job} asks for {p} processors; {topo} has {topo.size}")
-        req = Request.processors(int(p))
-        try:
-            topo.normalize(req)
-        except RequestError as e:
-            raise SwfError(f"{path}:{lineno}: job {rec.job} cannot run on {topo}: {e}") from None
+        req = requests.get(p)
+        if req is None:  # one Request (and one check) per distinct size: logs reuse a few sizes
+            req = Request.processors(int(p))
+            try:
+                topo.normalize(req)
+            except RequestError as e:
+                raise SwfError(f"{path}:{lineno}: job {rec.job} cannot run on {topo}: {e}") from None
+            requests[p] = req
         run = rec.run
         if run == 0:
             run = min_runtime
