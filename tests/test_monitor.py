@@ -327,3 +327,18 @@ def test_demo_mesh_helm_prints_a_summary_table(demo_home):
     assert "mcemu demo: summary" in r.stdout and "mesh:8x8 · first-fit · helm" in r.stdout
     assert re.search(r"utilization\s+\d+(\.\d)?%", r.stdout)
     assert "nothing left running" in r.stderr
+
+
+def test_blocked_reason_naming_a_started_job_is_dropped():
+    # the discipline snapshot is up to a second old; once job events show its blocked head
+    # running, the view must not still say that job does not fit
+    s = make_state("hypercube:3", {}, queued=[12, 13])
+    s.apply_event("snapshot", {"t": 1.0, "data": {"nodes": ["idle"] * 8, "running": {}, "queued": [12, 13],
+                                                    "discipline": {"discipline": "fcfs",
+                                                                   "queues": [{"name": "queue", "jobs": [12, 13]}],
+                                                                   "blocked": "head job 12 (3-cube) does not fit"}}})
+    assert s.view(1.0)["discipline"]["blocked"]
+    s.apply_event("job", {"job": 12, "state": "running", "t": 2.0, "info": {"nodes": list(range(8)), "attempt": 1}})
+    d = s.view(2.0)["discipline"]
+    assert not d.get("blocked")
+    assert d["queues"][0]["jobs"] == [13]

@@ -22,6 +22,7 @@ integrated from the jobs' start and end times, so a monitor attached late still 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 
 from scheduler.topology import parse_topology
@@ -328,10 +329,15 @@ class MonitorState:
         """The last discipline snapshot (up to a second old) without the jobs that job
         events since then showed starting or ending, so queues and grid agree."""
         d = self.discipline or {}
-        if not isinstance(d.get("queues"), list):
-            return d
         gone = {j.id for j in self.jobs.values() if j.state != "queued"}
         if not gone:
+            return d
+        blocked = d.get("blocked")
+        if isinstance(blocked, str):  # "head job 12 (2x8) does not fit": stale once 12 has started
+            m = re.search(r"\bjob (\d+)", blocked)
+            if m and int(m.group(1)) in gone:
+                d = {**d, "blocked": None}
+        if not isinstance(d.get("queues"), list):
             return d
         qs = []
         for q in d["queues"]:
