@@ -67,8 +67,11 @@ def run(args) -> int:
     if args.jobs is not None and args.jobs <= args.warmup:
         raise UsageError("--jobs must exceed --warmup")
     params = parse_params(args.param)
-    if args.gang:
+    if args.write_swf:
+        _check_output(args.write_swf)  # before the run, not after it
+    if args.gang and args.gang != "none":  # as on the live cluster, "none" means no time sharing
         return run_gang(args, topo, params)
+    args.scheduler = args.scheduler or "fcfs"
     d = build_discipline(topo, args.allocator, args.scheduler, args.reduction, params)
     jobs, info = _jobs(args, topo)
     keep = bool(args.write_swf)
@@ -115,6 +118,13 @@ def run_gang(args, topo, params) -> int:
     simulator; ``--param`` goes to the gang policy (e.g. ``mpl=4``, ``N=6``)."""
     from emulator import gang_sim, workloads
 
+    # what a gang run does not use is refused, not silently dropped (the daemon refuses
+    # --gang with --reduction the same way)
+    for flag, value in (("--reduction", args.reduction if args.reduction != "none" else None),
+                        ("--scheduler", args.scheduler), ("--warmup", args.warmup or None),
+                        ("--write-swf", args.write_swf)):
+        if value is not None:
+            raise UsageError(f"{flag} does not apply to a gang run (--gang {args.gang})")
     if args.trace:
         from emulator import swf
 
@@ -153,6 +163,19 @@ def run_gang(args, topo, params) -> int:
             t.add_row(k, str(v))
     c.print(t)
     return 0
+
+
+def _check_output(path) -> None:
+    import os
+
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise UsageError(f"--write-swf {p}: is a directory")
+    parent = os.path.dirname(os.path.abspath(p))
+    if not os.path.isdir(parent):
+        raise UsageError(f"--write-swf {p}: no directory {parent}")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"--write-swf {p}: cannot write in {parent}")
 
 
 def _jsonable(o):
@@ -202,7 +225,7 @@ def add_commands(sub) -> None:
                                    "workload or a Standard Workload Format trace.")
     p.add_argument("--topology", default="hypercube:10", help="hypercube:N or mesh:WxH")
     p.add_argument("--allocator", default="buddy")
-    p.add_argument("--scheduler", default="fcfs")
+    p.add_argument("--scheduler", default=None, help="discipline (default fcfs; not with --gang)")
     p.add_argument("--reduction", default=None, help="rsr:T, limit:K, limit:greedy, limit:average")
     p.add_argument("--gang", default=None, help="gang policy (time sharing)")
     p.add_argument("--load", type=float, default=None, help="offered load (fraction of capacity)")

@@ -92,6 +92,7 @@ POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "time_unit", "
 SWITCH_LOG = 512  # slot switches whose node reports are kept for status()
 ACTIVE = ("queued", "running")
 BATCH = 4096  # messages drained per iteration before the loop services timers
+HB_GROUPS = 8  # heartbeats go to one eighth of the nodes every hb / 8 (see Daemon._heartbeats)
 
 
 class JobRec:
@@ -583,10 +584,15 @@ class Daemon:
                 log.info("node %d missed its heartbeats: down", nr.id)
                 self._node_down(nr, "missed its heartbeats")
 
-    def _heartbeats(self, wall: float):
+    def _heartbeats(self, wall: float, group: int = 0, groups: int = 1):
+        """Heartbeat the nodes of one group (node id mod ``groups``) that were sent nothing
+        for half an interval. Called every ``hb / groups`` with the next group, so each node
+        hears from the daemon at least once per interval, while the nodes' wake-ups (and their
+        answers) come in small waves instead of one burst of every node: a job's ``run``
+        messages arriving during a burst of 256 heartbeats waited for all of them."""
         frame = P.encode_unchecked("heartbeat")
-        limit = wall - self.hb
-        for nr in self.nodes:
+        limit = wall - self.hb / 2
+        for nr in self.nodes[group::groups]:
             if nr.ident is not None and nr.sent < limit:
                 self.outbox.append((nr.ident, frame))
 
@@ -844,6 +850,7 @@ class Daemon:
         poller.register(self.router, zmq.POLLIN)
         r = self.router
         next_hb = next_snap = tick_floor = 0.0
+        hb_group = 0
         stop = []
         for s in (signal.SIGTERM, signal.SIGINT):
             signal.signal(s, lambda *_: stop.append(1))
@@ -873,9 +880,11 @@ class Daemon:
                     tick_floor = time.monotonic() + self.hb
             wall = time.monotonic()
             if wall >= next_hb:
-                self._purge(wall)
-                self._heartbeats(wall)
-                next_hb = wall + self.hb
+                if hb_group == 0:
+                    self._purge(wall)
+                self._heartbeats(wall, hb_group, HB_GROUPS)
+                hb_group = (hb_group + 1) % HB_GROUPS
+                next_hb = wall + self.hb / HB_GROUPS
             if wall >= next_snap:
                 self.events.append((b"snapshot", P.encode_unchecked("snapshot", t=self.now(), data=self.snapshot())))
                 next_snap = wall + self.snapshot_every

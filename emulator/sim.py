@@ -12,13 +12,16 @@ with the length of the run.
 
 A run ends at an observation time T (lazy paper 4.2: metrics over [0, T]), after N
 completions with the first W discarded (RSR paper 4.1: 50,500 completions, first 500 not
-counted; utilization is then measured between the W-th and the N-th completion), or, for a
-trace, when every job has completed.
+counted; utilization, throughput and M are then measured between the W-th and the N-th
+completion), or, for a trace, when every job has completed. Given both T and N, whichever
+comes first ends the run and the metrics are taken up to that moment.
 
 Metrics (DESIGN "Metrics"): ``generated`` G, ``completed`` C, ``allocated`` A, total queueing
 delay R, total service demand S; ``mean_queueing_delay`` M = R/A; ``utilization`` U = node-time
 used / node-time available (allocated nodes, clipped to the window); ``throughput`` X = C/T;
-``power`` X/M; ``measured_load`` S/(N T); ``mean_turnaround`` (wait + execution after
+``power`` X/M; ``measured_load`` S/(N T), S counting each admitted job's runtime times the nodes
+its request is rounded to (lazy 4.2: the measured rate differs from the input rate by the
+round-off to cubes), so without folding it matches U in steady state; ``mean_turnaround`` (wait + execution after
 folding, over completed jobs); ``external_fragmentation`` (dissertation 8.2: the idle share of
 the machine, averaged over the moments an event left jobs waiting and started none — the
 scheduler "is not able to allocate any jobs"); ``ls_ratio`` (mean wait of jobs whose allocated
@@ -52,12 +55,18 @@ def build_discipline(topology, allocator: str, scheduler: str, reduction: str | 
     """Topology string/object + policy names -> a ready discipline object (shared by the
     simulator, the daemon and the experiments, so every front end configures alike)."""
     topo = parse_topology(topology)
-    alloc = allocators.create(allocator, topo, **(allocator_params or {}))
+    try:
+        alloc = allocators.create(allocator, topo, **(allocator_params or {}))
+    except TypeError as e:  # an unknown keyword of the allocator's constructor
+        raise SimulationError(f"allocator {allocator!r}: {e}") from None
     if reduction and reduction != "none":
         from scheduler import reduction as red
 
         alloc = red.wrap(alloc, reduction)
-    return disciplines.create(scheduler, topo, alloc, **(params or {}))
+    try:
+        return disciplines.create(scheduler, topo, alloc, **(params or {}))
+    except TypeError as e:  # an unknown keyword (``--param``) of the discipline
+        raise SimulationError(f"scheduler {scheduler!r}: {e}") from None
 
 
 @dataclass
@@ -129,6 +138,11 @@ class Simulation:
         rejected = []
         jobs = self.jobs
         arrive, depart, tick = d.arrive, d.depart, d.tick
+        # S counts the nodes a job is given before any folding: a count request rounded up to
+        # its cube or submesh (lazy 4.2: the measured rate differs from the input rate "due to
+        # round off effect while limiting the job size to cubic").
+        normalize = getattr(d, "_normalize", None) or d.allocator.normalize
+        demand_size: dict = {}
         running = d.running
         # A discipline that never overrides next_wakeup never asks for a timer: skip the call.
         next_wakeup = d.next_wakeup
@@ -153,6 +167,7 @@ class Simulation:
         done_waits: list = []  # (given size, wait) of counted completions, for L/S
         # completions mode: the window between the warmup-th and the last completion
         win_start_t, win_start_area = (0.0, 0.0) if warmup == 0 else (None, None)
+        win_start_R, win_start_A = 0.0, 0  # R and A when the window opened (M over the window)
         counted_C = 0
         # The discipline's one pending timer lives outside the heap: at equal times it comes
         # after the departures and before the arrivals, exactly where a (t, TIMER, seq) heap
@@ -197,18 +212,21 @@ class Simulation:
             events += 1
             if kind == ARRIVE:
                 job = pop(heap)[3]
-                G += 1
-                S += job.runtime * job.request.processors_needed
                 try:
                     starts = arrive(job, t)
                 except RequestError as e:
                     if reject_error:
                         raise SimulationError(f"job {job.id}: {e}") from None
                     rejected.append((job.id, str(e)))
-                    G -= 1
                     starts = []
                 else:
+                    G += 1
                     in_system += 1
+                    req = job.request
+                    nodes = demand_size.get(req)
+                    if nodes is None:
+                        nodes = demand_size[req] = normalize(req).processors_needed
+                    S += job.runtime * nodes
                 job = next(jobs, None)
                 if job is not None:
                     seq += 1
@@ -242,6 +260,7 @@ class Simulation:
                             tuple(sorted(a.nodes)) if keep_nodes else ()))
                 elif C == warmup:
                     win_start_t, win_start_area = t, area
+                    win_start_R, win_start_A = R, A
                 if trace:
                     trace("depart", t, s)
             else:  # TIMER
@@ -262,7 +281,9 @@ class Simulation:
                 frag_n += 1
             if next_wakeup is not None:
                 w = next_wakeup()
-                if w is not None:
+                if w is None:
+                    timer_at = None  # withdrawn: the daemon would not tick either
+                else:
                     if w < t:
                         w = t
                     if w != timer_at and not (w == t and last_tick == t):
@@ -273,7 +294,9 @@ class Simulation:
                 progress(now, C)
 
         self.events = events
-        if until is not None:
+        # with both --time and --jobs, the count may end the run before T: measure up to then
+        by_time = until is not None and not (completions is not None and C >= completions)
+        if by_time:
             end = until
             dt = end - last
             if dt > 0:
@@ -287,13 +310,17 @@ class Simulation:
             window = T
         else:
             end = now
-            if win_start_t is None:
+            if win_start_t is None:  # fewer completions than the warm-up: nothing counted
                 win_start_t, win_start_area = end, area
+                win_start_R, win_start_A = R, A
             window = end - win_start_t
             util = (area - win_start_area) / (size * window) if window > 0 else 0.0
             T = end
-        M = R / A if A else 0.0
-        X = (counted_C if completions is not None else C) / window if window > 0 else 0.0
+        # the warm-up's allocations are left out of M as its completions are of the other means
+        # (RSR 4.1: "the first 500 jobs are ignored in the measurement")
+        R_w, A_w = R - win_start_R, A - win_start_A
+        M = R_w / A_w if A_w else 0.0
+        X = (C if by_time else counted_C) / window if window > 0 else 0.0
         metrics = {
             "generated": G,
             "completed": C,

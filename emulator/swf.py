@@ -31,6 +31,7 @@ import io
 import math
 import os
 import re
+import zlib
 from dataclasses import dataclass, fields
 from typing import Iterable, Iterator
 
@@ -183,15 +184,19 @@ def _parse_line(text: str, path, lineno: int) -> SwfRecord:
 def iter_swf(path) -> Iterator[tuple[int, str | SwfRecord]]:
     """Yield ``(line number, header text)`` for comment lines and ``(line number, record)``
     for job lines; blank lines are ignored. Malformed lines raise :class:`SwfError`."""
-    with _open_text(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            s = raw.strip()
-            if not s:
-                continue
-            if s.startswith(";"):
-                yield lineno, s[1:]
-            else:
-                yield lineno, _parse_line(s, path, lineno)
+    lineno = 0
+    try:
+        with _open_text(path) as f:
+            for lineno, raw in enumerate(f, 1):
+                s = raw.strip()
+                if not s:
+                    continue
+                if s.startswith(";"):
+                    yield lineno, s[1:]
+                else:
+                    yield lineno, _parse_line(s, path, lineno)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:  # a truncated or corrupt .gz
+        raise SwfError(f"{path}:{lineno + 1}: not a readable gzip file: {e}") from None
 
 
 def read_swf(path) -> SwfLog:
@@ -339,14 +344,23 @@ def write_swf(path, records: Iterable, header: dict | Iterable[str] | None = Non
     out.extend(r.line() for r in recs)
     text = "\n".join(out) + "\n"
     p = os.fspath(path)
+    if os.path.isdir(p):
+        raise SwfError(f"cannot write {p}: it is a directory")
     tmp = p + ".part"
-    if p.endswith(".gz"):
-        with gzip.open(tmp, "wt", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-    os.replace(tmp, p)  # a half-written log never takes the place of a good one
+    try:
+        if p.endswith(".gz"):
+            with gzip.open(tmp, "wt", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+        os.replace(tmp, p)  # a half-written log never takes the place of a good one
+    except BaseException:
+        try:
+            os.remove(tmp)  # nor is it left lying beside it
+        except OSError:
+            pass
+        raise
     return len(recs)
 
 

@@ -561,8 +561,10 @@ def _seed(seed) -> int:
 @dataclass(frozen=True)
 class Workload:
     """One configured workload: ``rate`` is lambda, ``mean_size`` the mean processors asked
-    for; the stream's total demand S over N T then measures ``load`` (lazy 4.2's measured
-    load) up to sampling noise, for dependent and independent demand alike."""
+    for; the stream's total demand (runtime x processors asked) over N T then measures
+    ``load`` up to sampling noise, for dependent and independent demand alike. The
+    simulator's ``measured_load`` counts the nodes a request is rounded to (lazy 4.2), so
+    with processor-count requests on cubes or submeshes it is higher by the round-off."""
 
     topology: Topology
     load: float

@@ -80,3 +80,47 @@ def test_nasa_log_replays_every_job_and_writes_swf(tmp_path):
     p = mcemu("simulate", "--trace", str(NASA), "--topology", "hypercube:6", "--allocator", "buddy",
               "--scheduler", "fcfs", check=False)
     assert p.returncode == 2 and "job" in p.stderr
+
+
+# ------------------------------------------- bad input: one line on stderr, status 2 (in-process)
+
+
+def _main(capsys, *args):
+    from emulator.cli import main
+
+    rc = main(["simulate", *args])
+    err = capsys.readouterr().err
+    return rc, err
+
+
+@pytest.mark.parametrize("args, match", [
+    (("--param", "foo=1"), "scheduler 'fcfs'.*no parameters"),
+    (("--gang", "round-robin", "--reduction", "rsr:1"), "--reduction does not apply"),
+    (("--gang", "round-robin", "--scheduler", "lazy"), "--scheduler does not apply"),
+    (("--gang", "round-robin", "--warmup", "5"), "--warmup does not apply"),
+])
+def test_refused_options_are_one_line_errors(capsys, args, match):
+    rc, err = _main(capsys, "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", *args)
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert __import__("re").search(match, err), err
+
+
+def test_write_swf_into_a_directory_is_refused_before_the_run(capsys, tmp_path):
+    rc, err = _main(capsys, "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20",
+                    "--write-swf", str(tmp_path))
+    assert rc == 2 and "is a directory" in err and err.count("\n") == 1
+    rc, err = _main(capsys, "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20",
+                    "--write-swf", str(tmp_path / "no" / "x.swf"))
+    assert rc == 2 and "no directory" in err
+    assert list(tmp_path.iterdir()) == [] and not Path(str(tmp_path) + ".part").exists()
+
+
+def test_a_truncated_gzip_trace_is_a_one_line_error(capsys, tmp_path):
+    import gzip
+
+    full = gzip.compress("".join(f"{i} {i} 0 10 4 -1 -1 4 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+                                 for i in range(1, 300)).encode())
+    cut = tmp_path / "cut.swf.gz"
+    cut.write_bytes(full[:100])
+    rc, err = _main(capsys, "--trace", str(cut), "--topology", "hypercube:4")
+    assert rc == 2 and "gzip" in err and err.count("\n") == 1

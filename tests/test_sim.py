@@ -122,3 +122,79 @@ def test_run_to_completion_ends_at_the_last_departure_despite_a_pending_timer():
     last = max(r.end for r in res.records)
     assert res.metrics["completed"] == 20
     assert res.metrics["observation_time"] == pytest.approx(last)
+
+
+# ---------------------------------------------------------------- review fixes (metric definitions)
+
+
+def test_measured_load_counts_the_rounded_cube_and_not_rejected_jobs():
+    # lazy 4.2: S/(2^n T) differs from the input rate "due to round off effect while limiting the
+    # job size to cubic": 3 processors on buddy run on a 2-cube, 4 nodes x 10 = 40 node-time.
+    # A job that can never fit (a 5-cube on a 3-cube) is not generated and adds no demand.
+    jobs = [Job(0, 0, Request.processors(3), 10), Job(1, 1, Request.cube(5), 10)]
+    res = simulate("hypercube:3", "buddy", "fcfs", jobs, until=10, on_reject="skip")
+    m = res.metrics
+    assert m["generated"] == 1 and m["rejected"] == 1
+    assert m["total_service_demand"] == pytest.approx(40)
+    assert m["measured_load"] == pytest.approx(40 / (8 * 10)) == pytest.approx(m["utilization"])
+
+
+def test_warmup_allocations_are_left_out_of_the_mean_queueing_delay():
+    # 2-cube, each job takes it all: job 0 waits 0 and ends at 5 (the one warm-up completion);
+    # job 1 waits 5-1 = 4, job 2 waits 10-2 = 8. M over the counted jobs: (4 + 8) / 2.
+    jobs = [J(0, 0, 2, 5), J(1, 1, 2, 5), J(2, 2, 2, 1)]
+    m = simulate("hypercube:2", "naive", "fcfs", jobs, completions=3, warmup=1).metrics
+    assert m["counted_completions"] == 2
+    assert m["mean_queueing_delay"] == pytest.approx(6)
+    assert m["mean_turnaround"] == pytest.approx((9 + 9) / 2)
+    # window [5, 11]: 2 counted completions, the machine busy throughout
+    assert m["throughput"] == pytest.approx(2 / 6)
+    assert m["utilization"] == pytest.approx(1.0)
+
+
+def test_a_count_that_ends_the_run_before_T_measures_up_to_the_stop():
+    # with both T and N the run stops at the N-th completion (t=2): the busy 2-cube is not
+    # extrapolated to T=100.
+    jobs = [J(0, 0, 2, 2), J(1, 50, 2, 2)]
+    m = simulate("hypercube:2", "naive", "fcfs", jobs, until=100, completions=1).metrics
+    assert m["observation_time"] == pytest.approx(2)
+    assert m["utilization"] == pytest.approx(1.0)
+    assert m["throughput"] == pytest.approx(1 / 2)
+
+
+def test_a_withdrawn_timer_does_not_fire():
+    # The daemon asks next_wakeup() afresh and ticks only when it names a time; the simulator
+    # must agree: a timer the discipline withdraws (None) is not fired later.
+    from scheduler import allocators
+    from scheduler.disciplines.fcfs import FCFS
+    from scheduler.topology import parse_topology
+
+    class Withdrawing(FCFS):
+        def __init__(self, *a):
+            super().__init__(*a)
+            self.ticks = []
+
+        def arrive(self, job, now):
+            self.arrivals = getattr(self, "arrivals", 0) + 1
+            return super().arrive(job, now)
+
+        def next_wakeup(self):  # asks for t=3 after the first arrival, withdraws at the second
+            return 3.0 if self.arrivals == 1 else None
+
+        def tick(self, now):
+            self.ticks.append(now)
+            return super().tick(now)
+
+    topo = parse_topology("hypercube:2")
+    d = Withdrawing(topo, allocators.create("naive", topo))
+    sim = Simulation(d, [J(0, 0, 0, 10), J(1, 1, 0, 10)])
+    sim.run()
+    assert d.ticks == []
+    assert sim.events == 4  # two arrivals, two departures
+
+
+def test_an_unknown_discipline_parameter_is_a_clear_error():
+    with pytest.raises(SimulationError, match="scheduler 'fcfs'.*no parameters"):
+        build_discipline("hypercube:3", "buddy", "fcfs", params={"foo": 1})
+    with pytest.raises(SimulationError, match="allocator 'buddy'"):
+        build_discipline("hypercube:3", "buddy", "fcfs", allocator_params={"foo": 1})

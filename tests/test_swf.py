@@ -236,3 +236,28 @@ def test_write_schedule_of_a_real_simulation(tmp_path):
         assert r.run == pytest.approx(j.runtime) and r.procs == j.request.processors_needed
         waits += r.wait > 0
     assert waits > 0  # at load 0.9 some jobs queued
+
+
+def test_truncated_or_corrupt_gzip_is_a_clear_error(tmp_path):
+    full = tmp_path / "full.swf.gz"
+    with gzip.open(full, "wt") as f:
+        f.write("".join(line(i, i, -1, 10, 4) + "\n" for i in range(1, 400)))
+    cut = tmp_path / "cut.swf.gz"
+    cut.write_bytes(full.read_bytes()[:120])
+    with pytest.raises(SwfError, match="cut.swf.gz.*gzip"):
+        read_jobs(cut, "hypercube:4")
+    bad = tmp_path / "bad.swf.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"x" * 30)
+    with pytest.raises(SwfError, match="bad.swf.gz.*gzip"):
+        read_swf(bad)
+
+
+def test_writing_onto_a_directory_is_refused_and_leaves_nothing(tmp_path):
+    d = tmp_path / "out"
+    d.mkdir()
+    with pytest.raises(SwfError, match="directory"):
+        write_swf(d, [SwfRecord(1, 0, -1, 10, 4)])
+    with pytest.raises(OSError):  # the directory of the output does not exist
+        write_swf(tmp_path / "none" / "x.swf", [SwfRecord(1, 0, -1, 10, 4)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert list(d.iterdir()) == []
