@@ -31,6 +31,19 @@ It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4
   the agent. Tasks get PR_SET_PDEATHSIG, so even a SIGKILLed agent leaves no task behind
   (a real command's own grandchildren are the command's business).
 
+Warm child: spawning a task costs ~2 ms of CPU, and a 64-node job on two cores would start
+only when the slowest of 64 spawns is done. So every node keeps one task process pre-started
+(``setpriv --pdeathsig KILL -- /bin/sh -s`` in its own session, reading its script from a
+pipe, at SCHED_IDLE so that starting it only uses otherwise idle CPU). A ``run`` hands it out:
+the agent sets it back to SCHED_OTHER; for a command task it writes one short script (export
+the MCEMU_* variables, then ``exec /bin/sh -c COMMAND`` with the same redirections and 0600
+output file as a cold spawn) and closes the pipe; a synthetic task runs no code, so the warm
+shell, still blocked on its pipe, IS the task and the agent ends it at its deadline (SIGKILL,
+reported as status 0, as for gang tasks; a stopped one only once continued, as a stopped
+sleep). The next warm child is started WARM_DELAY later, off the critical path. The warm child dies with its node: EOF on its pipe ends the
+shell, PR_SET_PDEATHSIG kills it, and the agent kills it on exit. Without a warm child (or
+without setpriv, or for ``burn``) a task is spawned cold as before.
+
 Child exits wake the poll loop through a SIGCHLD wakeup pipe, so a task's end is reported
 within milliseconds (the live-vs-simulator agreement depends on it).
 """
@@ -39,6 +52,8 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import random
+import shlex
 import shutil
 import signal
 import socket
@@ -54,6 +69,11 @@ PR_SET_PDEATHSIG = 1
 SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked from the agent
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
+WARM_FIRST = (3.0, 2.0)  # the first warm child: 3-5 s after registration (random), so that the
+                         # nodes' warm children are not started while the other nodes start up
+WARM_DELAY = 0.01   # seconds after a hand-out before the next warm child is started
+WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned cold instead
+SCHED_IDLE = getattr(os, "SCHED_IDLE", None)
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
 except OSError:  # pragma: no cover - not Linux
@@ -68,9 +88,9 @@ def set_pdeathsig(sig: int) -> None:
 
 class Task:
     __slots__ = ("job", "attempt", "rank", "pid", "started", "stopped", "budget", "run_since", "dispatched",
-                 "expired")
+                 "expired", "deadline", "fd")
 
-    def __init__(self, job, attempt, rank, pid, budget=None):
+    def __init__(self, job, attempt, rank, pid, budget=None, deadline=None, fd=None):
         self.job, self.attempt, self.rank, self.pid = job, attempt, rank, pid
         self.started = time.monotonic()
         self.stopped = False
@@ -78,6 +98,16 @@ class Task:
         self.run_since = self.started  # None while stopped
         self.dispatched = 0.0
         self.expired = False
+        # a warm synthetic task without gang ends at a wall-clock deadline, as a sleep does
+        # (and, as a stopped sleep, only once it is continued); ``fd`` is the write end of its
+        # pipe, held open while it runs (EOF would end it)
+        self.deadline = deadline
+        self.fd = fd
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
     def stop(self, now):
         if self.run_since is not None:
@@ -95,7 +125,11 @@ class Task:
 
     def due(self):
         """Monotonic time at which an agent-ended task has used its budget (None: never)."""
-        if self.budget is None or self.run_since is None or self.expired:
+        if self.run_since is None or self.expired:
+            return None
+        if self.deadline is not None:
+            return self.deadline
+        if self.budget is None:
             return None
         return self.run_since + self.budget
 
@@ -131,6 +165,10 @@ class Agent:
         self.registered = False
         self.reports: list = []  # ``switched`` reports not sent yet
         self.report_at = None
+        self.warm = None      # (pid, write end of its pipe): the pre-started task process
+        self.warm_at = None   # monotonic time at which to start the next warm child
+        self.umask = os.umask(0)
+        os.umask(self.umask)
 
     # ------------------------------------------------------------------ socket
 
@@ -159,15 +197,19 @@ class Agent:
 
     def _spawn(self, m) -> int:
         key = (m["job"], m["attempt"])
-        env = dict(os.environ)
-        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.node), MCEMU_RANK=str(m["rank"]),
-                   MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
-                   MCEMU_JOB_NAME=m.get("name", ""))
         out = None
         if m.get("command") and self.output_dir:
             out = os.path.join(self.output_dir, f"job{key[0]}.{m['rank']}.out")
         if SETPRIV and not m.get("burn"):
-            return self._posix_spawn(m, env, out)
+            got = self._hand_out(m, out)
+            if got is not None:
+                return got
+        env = dict(os.environ)
+        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.node), MCEMU_RANK=str(m["rank"]),
+                   MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
+                   MCEMU_JOB_NAME=m.get("name", ""))
+        if SETPRIV and not m.get("burn"):
+            return self._posix_spawn(m, env, out), None
         agent_pid = os.getpid()
         pid = os.fork()
         if pid == 0:  # the task: touch nothing of the agent (no zmq), leave with _exit
@@ -202,7 +244,7 @@ class Agent:
                 os._exit(0)
             except BaseException:
                 os._exit(127)
-        return pid
+        return pid, None
 
     def _posix_spawn(self, m, env, out) -> int:
         """vfork+exec (no copy of the agent's page tables, no copy-on-write faults after it):
@@ -220,6 +262,96 @@ class Agent:
         kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.rt else {}
         return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
 
+    # ------------------------------------------------------------------ warm child
+
+    def _start_warm(self):
+        self.warm_at = None
+        if not SETPRIV or self.warm is not None or self.stopping:
+            return
+        r, w = os.pipe()  # both ends close-on-exec; the spawn dup2s the read end to fd 0
+        try:
+            # spawned with the agent's own policy: a real-time agent waits in vfork until the
+            # child has exec'd, and at SCHED_OTHER that child queued behind CPU-bound tasks
+            # (gang switch skew p99 157 ms with burning tasks); it is lowered right after
+            pid = os.posix_spawn(SETPRIV, [SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-s"], os.environ,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)], setsid=True)
+        except OSError:
+            os.close(w)
+            self.warm_at = time.monotonic() + WARM_FIRST[0]
+            return
+        finally:
+            os.close(r)
+        policy = SCHED_IDLE if SCHED_IDLE is not None else os.SCHED_OTHER if self.rt else None
+        if policy is not None:
+            try:  # the rest of its start-up (two execs) then only uses CPU nobody else wants
+                os.sched_setscheduler(pid, policy, os.sched_param(0))
+            except OSError:
+                pass
+        self.warm = (pid, w)
+
+    def _drop_warm(self):
+        if self.warm is None:
+            return
+        pid, w = self.warm
+        self.warm = None
+        os.close(w)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+    def _hand_out(self, m, out):
+        """Make the warm child the task of ``m``: (pid, write end of its pipe kept open for a
+        synthetic task, else None), or None (then spawn cold).
+
+        A synthetic task runs no code of its own: the warm shell, blocked reading its script
+        from the pipe, IS the task (a process that exists, is stopped and continued, and ends
+        when its time is up); the agent ends it (SIGKILL, reported as exit status 0) at its
+        deadline, as it already does for gang tasks. A command task gets its script."""
+        if self.warm is None:
+            return None
+        if not m.get("command"):
+            pid, w = self.warm
+            self.warm = None
+            self.warm_at = time.monotonic() + WARM_DELAY
+            if SCHED_IDLE is not None or self.rt:
+                try:
+                    os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+                except OSError:
+                    pass  # already gone: reaped and reported like any task that died
+            return pid, w
+        q = shlex.quote
+        lines = ["export MCEMU_JOB_ID=%d MCEMU_NODE=%d MCEMU_RANK=%d MCEMU_ATTEMPT=%d MCEMU_NODES=%s MCEMU_JOB_NAME=%s"
+                 % (m["job"], self.node, m["rank"], m["attempt"], ",".join(map(str, m["nodes"])),
+                    q(m.get("name", "")))]
+        # the output file is created 0600 as a cold spawn creates it; the command gets the
+        # agent's umask back
+        lines += ["umask 077", f"exec >{q(out or os.devnull)}", f"umask {self.umask:04o}",
+                  f"exec /bin/sh -c {q(m['command'])} </dev/null 2>&1"]
+        script = ("\n".join(lines) + "\n").encode()
+        if len(script) > WARM_MAX_SCRIPT:
+            return None
+        pid, w = self.warm
+        self.warm = None
+        self.warm_at = time.monotonic() + WARM_DELAY
+        try:
+            if SCHED_IDLE is not None or self.rt:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            os.write(w, script)
+        except OSError:  # it died (reaped later as an unknown child): spawn cold
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return None
+        finally:
+            os.close(w)
+        return pid, None
+
     def on_run(self, m):
         key = (m["job"], m["attempt"])
         if key in self.tasks or key in self.unacked or key in self.recent_set:
@@ -227,7 +359,7 @@ class Agent:
         if m["node"] != self.node:
             return
         try:
-            pid = self._spawn(m)
+            pid, fd = self._spawn(m)
         except OSError as e:
             rec = {"job": m["job"], "attempt": m["attempt"], "rank": m["rank"], "status": 127, "usage": {}}
             self._remember(key)
@@ -235,7 +367,8 @@ class Agent:
             self._send("task_done", node=self.node, error=f"cannot start task: {e}", **rec)
             return
         budget = m["runtime_s"] if m.get("gang") and not m.get("command") else None
-        t = Task(m["job"], m["attempt"], m["rank"], pid, budget)
+        deadline = time.monotonic() + m["runtime_s"] if fd is not None and budget is None else None
+        t = Task(m["job"], m["attempt"], m["rank"], pid, budget, deadline, fd)
         if m.get("suspended"):
             try:
                 os.killpg(pid, signal.SIGSTOP)
@@ -322,8 +455,17 @@ class Agent:
         ds = [d for t in self.tasks.values() if (d := t.due()) is not None]
         return min(ds) if ds else None
 
+    def _lost_warm(self, pid) -> bool:
+        """``pid`` was the warm child and died unused: start another later."""
+        if self.warm is None or self.warm[0] != pid:
+            return False
+        os.close(self.warm[1])
+        self.warm = None
+        self.warm_at = time.monotonic() + WARM_FIRST[0]
+        return True
+
     def reap(self):
-        while self.by_pid:
+        while True:
             try:
                 pid, status, ru = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
@@ -332,9 +474,11 @@ class Agent:
                 return
             t = self.by_pid.pop(pid, None)
             if t is None:
+                self._lost_warm(pid)
                 continue
             key = (t.job, t.attempt)
             self.tasks.pop(key, None)
+            t.close()
             code = 0 if t.expired else os.waitstatus_to_exitcode(status)
             t.stop(time.monotonic())
             usage = {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
@@ -345,11 +489,13 @@ class Agent:
             self._send("task_done", node=self.node, **rec)
 
     def kill_all(self):
+        self._drop_warm()
         for t in list(self.tasks.values()):
             try:
                 os.killpg(t.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            t.close()
         deadline = time.monotonic() + 5
         while self.by_pid and time.monotonic() < deadline:
             try:
@@ -396,6 +542,8 @@ class Agent:
                     timeout = min(timeout, due - now)
                 if self.report_at is not None and reconnect_at is None:
                     timeout = min(timeout, self.report_at - now)
+                if self.warm_at is not None:
+                    timeout = min(timeout, self.warm_at - now)
                 if poller_sock is not (self.sock if reconnect_at is None else None):
                     poller = zmq.Poller()  # rebuilt only when the socket changes
                     poller_sock = self.sock if reconnect_at is None else None
@@ -415,6 +563,8 @@ class Agent:
                     break
                 if due is not None:
                     self.expire()
+                if self.warm_at is not None and time.monotonic() >= self.warm_at:
+                    self._start_warm()
                 if reconnect_at is None:
                     self.reap()
                     if self.report_at is not None and time.monotonic() >= self.report_at:
@@ -433,6 +583,8 @@ class Agent:
                             t = m["type"]
                             if t == "welcome":
                                 self.registered, backoff = True, self.hb
+                                if self.warm is None and self.warm_at is None:
+                                    self.warm_at = time.monotonic() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
                             elif t == "ack":
                                 self.unacked.pop((m["job"], m["attempt"]), None)
                             elif t == "shutdown":
@@ -471,7 +623,7 @@ class Agent:
 
     def reap_buffered(self):
         """While disconnected, finished tasks are recorded and reported on registration."""
-        while self.by_pid:
+        while True:
             try:
                 pid, status, ru = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
@@ -480,8 +632,10 @@ class Agent:
                 return
             t = self.by_pid.pop(pid, None)
             if t is None:
+                self._lost_warm(pid)
                 continue
             self.tasks.pop((t.job, t.attempt), None)
+            t.close()
             t.stop(time.monotonic())
             self.unacked[(t.job, t.attempt)] = {
                 "job": t.job, "attempt": t.attempt, "rank": t.rank,

@@ -1,0 +1,71 @@
+"""The warm task process (nodes/agent.py): every idle node holds one pre-started child; a run
+hands it out with the job's environment, output file and exit status as a cold spawn gives;
+it dies with its node."""
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import time
+
+import psutil
+import pytest
+
+from conftest import ALLOCATOR, SCHEDULER, wait_for
+from emulator.cli_cluster import cluster_processes
+
+pytestmark = pytest.mark.live
+
+
+def warm_children(cluster) -> dict[int, list[psutil.Process]]:
+    """node agent pid -> its children (an idle node's only child is its warm one)."""
+    ps = cluster_processes(cluster.home)
+    out = {}
+    for a in ps["launcher"].children():
+        try:
+            out[a.pid] = a.children()
+        except psutil.Error:
+            pass
+    return out
+
+
+def test_warm_child_runs_commands_with_the_job_environment_and_dies_with_its_node(cluster):
+    cluster.up("--topology", "hypercube:2", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
+               "--time-unit", "0.01")
+    c = cluster.client
+    # each idle node starts its warm child a few seconds after registering
+    wait_for(lambda: (w := warm_children(cluster)) and all(len(v) == 1 for v in w.values()) and w, 15,
+             "every node to hold a warm child")
+    before = [v[0] for v in warm_children(cluster).values()]
+    cluster.record(*before)
+    cmd = 'echo "$MCEMU_JOB_ID $MCEMU_RANK $MCEMU_NODES $MCEMU_NODE $MCEMU_JOB_NAME"; echo err >&2; exit 3'
+    jid = c.submit({"cube": 2}, runtime=1, name="warm one", command=cmd)
+    job = wait_for(lambda: (j := c.queue(jobs=[jid])["jobs"][0])["state"] in ("completed", "failed") and j, 20,
+                   "the command job to finish")
+    assert job["exit"] == [3] * 4, job
+    # the warm children were handed out (so they ran the command and exited)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in before)
+    outdir = cluster.home / "output"
+    for rank, n in enumerate(job["nodes"]):
+        f = outdir / f"job{jid}.{rank}.out"
+        assert f.read_text().split("\n")[:2] == [f"{jid} {rank} 0,1,2,3 {n} warm one", "err"]
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600
+    # a synthetic job (0.3 s): runs its time and exits 0
+    wait_for(lambda: (w := warm_children(cluster)) and all(len(v) == 1 for v in w.values()) and w, 15,
+             "the warm children to be started again")
+    t = time.monotonic()
+    jid2 = c.submit({"cube": 2}, runtime=30)
+    job2 = wait_for(lambda: (j := c.queue(jobs=[jid2])["jobs"][0])["state"] in ("completed", "failed") and j, 20,
+                    "the synthetic job to finish")
+    assert job2["state"] == "completed" and job2["exit"] == [0] * 4
+    assert time.monotonic() - t >= 0.3
+    # a warm child dies with its node, even when the node is SIGKILLed
+    wait_for(lambda: (w := warm_children(cluster)) and all(len(v) == 1 for v in w.values()) and w, 15,
+             "the warm children to be started again")
+    agent, (warm,) = next(iter(warm_children(cluster).items()))
+    cluster.record(warm)
+    os.kill(agent, signal.SIGKILL)
+    wait_for(lambda: not warm.is_running() or warm.status() == psutil.STATUS_ZOMBIE, 5, "the warm child to die")
+    res = cluster.down()
+    assert not cluster.alive(), "mcemu down left processes running"
+    assert res["was_running"]
