@@ -176,6 +176,12 @@ def _png_size(path):
 @pytest.mark.parametrize("name", experiments.names())
 def test_quick_form_outputs(name, tmp_path):
     exp = experiments.get(name)
+    if name == "nasa-replay":
+        from emulator.experiments._points import trace_path
+        from emulator.experiments.nasa import TRACE
+
+        if not trace_path(TRACE).exists():
+            pytest.skip(f"the NASA log is not at {trace_path(TRACE)}")
     s = run_experiment(exp, tmp_path, quick=True, jobs=1, progress=False)
     out = tmp_path / name
     rows = list(csv.DictReader((out / "results.csv").open()))
