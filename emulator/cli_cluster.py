@@ -14,7 +14,6 @@ looks processes up by name.
 """
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

@@ -1,7 +1,6 @@
 """``mcemu reproduce``: re-run a figure or table of the papers (CSV, PNG, REPORT.md)."""
 from __future__ import annotations
 
-import sys
 
 from emulator.cli import UsageError, print_json
 

@@ -1,10 +1,10 @@
 """``mcemu simulate``: one discrete-event run, synthetic workload or SWF trace."""
 from __future__ import annotations
 
-import math
 import sys
 import time
 
+from emulator.jsonable import jsonable as _jsonable
 from emulator.cli import UsageError, print_json
 
 
@@ -178,14 +178,6 @@ def _check_output(path) -> None:
         raise UsageError(f"--write-swf {p}: cannot write in {parent}")
 
 
-def _jsonable(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None if math.isnan(o) else ("inf" if o > 0 else "-inf")
-    if isinstance(o, dict):
-        return {k: _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    return o
 
 
 def print_metrics(out: dict) -> None:

@@ -66,7 +66,6 @@ import logging
 import math
 import os
 import signal
-import socket
 import sys
 import time
 from collections import deque

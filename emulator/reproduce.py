@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from emulator.jsonable import jsonable as _jsonable
+
 # Two-sided 95% Student t quantiles t_{0.975, df} for df = 1..30; beyond, the normal 1.96
 # is within 2% (no scipy dependency for one table).
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -453,14 +455,6 @@ def _summary(exp, res, check, quick, computed, secs) -> dict:
     }
 
 
-def _jsonable(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None if math.isnan(o) else ("inf" if o > 0 else "-inf")
-    if isinstance(o, dict):
-        return {k: _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    return o
 
 
 # =========================================================================== outputs

@@ -464,7 +464,9 @@ class Agent:
         self.warm_at = time.monotonic() + WARM_FIRST[0]
         return True
 
-    def reap(self):
+    def reap(self, send: bool = True):
+        """Collect finished children and record each task's exit status and usage in
+        ``unacked``; ``send`` reports it now (connected), else registration does."""
         while True:
             try:
                 pid, status, ru = os.wait4(-1, os.WNOHANG)
@@ -486,7 +488,8 @@ class Agent:
             rec = {"job": t.job, "attempt": t.attempt, "rank": t.rank, "status": max(-255, min(255, code)),
                    "usage": usage}
             self.unacked[key] = rec
-            self._send("task_done", node=self.node, **rec)
+            if send:
+                self._send("task_done", node=self.node, **rec)
 
     def kill_all(self):
         self._drop_warm()
@@ -623,25 +626,7 @@ class Agent:
 
     def reap_buffered(self):
         """While disconnected, finished tasks are recorded and reported on registration."""
-        while True:
-            try:
-                pid, status, ru = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            t = self.by_pid.pop(pid, None)
-            if t is None:
-                self._lost_warm(pid)
-                continue
-            self.tasks.pop((t.job, t.attempt), None)
-            t.close()
-            t.stop(time.monotonic())
-            self.unacked[(t.job, t.attempt)] = {
-                "job": t.job, "attempt": t.attempt, "rank": t.rank,
-                "status": 0 if t.expired else max(-255, min(255, os.waitstatus_to_exitcode(status))),
-                "usage": {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
-                          "wall": time.monotonic() - t.started}}
+        self.reap(send=False)
 
     def _on_term(self, *_):
         self.stopping = True
