@@ -43,6 +43,19 @@ def cluster_processes(home: Path) -> dict:
     return {"daemon": d, "launcher": lch, "tree": tree}
 
 
+def _escalate(procs, how: str):
+    """Send ``how`` (terminate or kill) to each process still alive, by its PID; returns the
+    PIDs signalled and those still alive 3 s later."""
+    sent = []
+    for p in procs:
+        try:
+            getattr(p, how)()
+            sent.append(p.pid)
+        except psutil.Error:
+            pass
+    return sent, psutil.wait_procs(procs, timeout=3)[1]
+
+
 def _spawn(argv, log: Path) -> subprocess.Popen:
     with open(log, "ab") as f:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
@@ -149,22 +162,8 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
         except psutil.Error:
             pass
     gone, alive = psutil.wait_procs(everyone, timeout=timeout)
-    terminated = []
-    for p in alive:
-        try:
-            p.terminate()
-            terminated.append(p.pid)
-        except psutil.Error:
-            pass
-    gone2, alive = psutil.wait_procs(alive, timeout=3)
-    killed = []
-    for p in alive:
-        try:
-            p.kill()
-            killed.append(p.pid)
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=3)
+    terminated, alive = _escalate(alive, "terminate")
+    killed, alive = _escalate(alive, "kill")
     for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json"):
         try:
             (home / f).unlink()
