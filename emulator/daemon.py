@@ -92,6 +92,9 @@ SWITCH_LOG = 512  # slot switches whose node reports are kept for status()
 ACTIVE = ("queued", "running")
 BATCH = 4096  # messages drained per iteration before the loop services timers
 HB_GROUPS = 8  # heartbeats go to one eighth of the nodes every hb / 8 (see Daemon._heartbeats)
+_MORE = int(zmq.SNDMORE | zmq.NOBLOCK)  # plain ints: pyzmq's flag enums cost more than the send
+_LAST = int(zmq.NOBLOCK)
+_POLLIN = int(zmq.POLLIN)
 
 
 class JobRec:
@@ -321,6 +324,7 @@ class Daemon:
             self.journal.event("start", t, jr.id, None, {"nodes": jr.nodes, "attempt": jr.attempt})
             self.journal.job(jr.row())
             self._emit_job(jr, t)
+            jr.all_started_wall = None  # per attempt: a requeued job reports "started" again
             for rank, n in enumerate(jr.nodes):
                 self._send_run(jr, rank, n)
 
@@ -536,7 +540,8 @@ class Daemon:
         now = time.monotonic()
         for ident, frame in self.outbox:
             try:
-                r.send_multipart((ident, frame), flags=zmq.NOBLOCK, copy=False)
+                r.send(ident, _MORE, copy=False)
+                r.send(frame, _LAST, copy=False)
             except zmq.ZMQError:
                 pass  # peer gone or not reading: a node is caught by liveness, a client by its timeout
             nr = self.by_ident.get(ident)
@@ -863,6 +868,9 @@ class Daemon:
                 timeout = min(timeout, max(0.0, wake * self.time_unit + self.t0 - wall, tick_floor - wall))
             if poller.poll(timeout * 1000.0 + 0.5):
                 for _ in range(BATCH):
+                    # EVENTS, not recv until zmq.Again: raising Again costs a strerror per wake-up
+                    if not r.getsockopt(zmq.EVENTS) & _POLLIN:
+                        break
                     try:
                         frames = r.recv_multipart(flags=zmq.NOBLOCK)
                     except zmq.Again:

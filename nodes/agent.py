@@ -40,7 +40,8 @@ the MCEMU_* variables, then ``exec /bin/sh -c COMMAND`` with the same redirectio
 output file as a cold spawn) and closes the pipe; a synthetic task runs no code, so the warm
 shell, still blocked on its pipe, IS the task and the agent ends it at its deadline (SIGKILL,
 reported as status 0, as for gang tasks; a stopped one only once continued, as a stopped
-sleep). The next warm child is started WARM_DELAY later, off the critical path. The warm child dies with its node: EOF on its pipe ends the
+sleep). The next warm child is started WARM_DELAY (x 1-2) later, off the critical path: at 10 ms
+a 64-node job's first nodes were spawning while its last ones still waited for their ``run``. The warm child dies with its node: EOF on its pipe ends the
 shell, PR_SET_PDEATHSIG kills it, and the agent kills it on exit. Without a warm child (or
 without setpriv, or for ``burn``) a task is spawned cold as before.
 
@@ -71,7 +72,9 @@ SLEEP = shutil.which("sleep") or "/bin/sleep"
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
 WARM_FIRST = (3.0, 2.0)  # the first warm child: 3-5 s after registration (random), so that the
                          # nodes' warm children are not started while the other nodes start up
-WARM_DELAY = 0.01   # seconds after a hand-out before the next warm child is started
+WARM_DELAY = 0.05   # seconds after a hand-out before the next warm child is started (x 1-2, random):
+                    # later than the job's other nodes are still starting their tasks, and
+                    # spread so that the job's nodes do not all spawn at the same moment
 WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned cold instead
 SCHED_IDLE = getattr(os, "SCHED_IDLE", None)
 try:
@@ -317,7 +320,7 @@ class Agent:
         if not m.get("command"):
             pid, w = self.warm
             self.warm = None
-            self.warm_at = time.monotonic() + WARM_DELAY
+            self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
             if SCHED_IDLE is not None or self.rt:
                 try:
                     os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -337,7 +340,7 @@ class Agent:
             return None
         pid, w = self.warm
         self.warm = None
-        self.warm_at = time.monotonic() + WARM_DELAY
+        self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
         try:
             if SCHED_IDLE is not None or self.rt:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -529,6 +532,7 @@ class Agent:
         self._open()
         backoff = self.hb
         reconnect_at = None
+        next_check = 0.0
         poller = poller_sock = None
         handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
                     "suspend": lambda m: self._signal(m, signal.SIGSTOP),
@@ -554,13 +558,21 @@ class Agent:
                         poller.register(poller_sock, zmq.POLLIN)
                     poller.register(rfd, zmq.POLLIN)
                 ready = dict(poller.poll(max(0.0, timeout) * 1000 + 1))
-                if rfd in ready:
+                # A wake-up for a message is the hot path (a 64-node job wakes 64 agents on
+                # two cores), so the checks that only a signal or a timer can make true run
+                # on those wake-ups, and at least once per heartbeat interval.
+                signalled = rfd in ready
+                if signalled:
                     try:
                         while os.read(rfd, 512):
                             pass
                     except BlockingIOError:
                         pass
-                if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                got_msg = reconnect_at is None and bool(ready.get(self.sock))
+                slow = signalled or not got_msg or time.monotonic() >= next_check
+                if slow:
+                    next_check = time.monotonic() + self.hb
+                if slow and self.parent_pid is not None and os.getppid() != self.parent_pid:
                     break  # the launcher is gone
                 if self.stopping:
                     break
@@ -569,13 +581,17 @@ class Agent:
                 if self.warm_at is not None and time.monotonic() >= self.warm_at:
                     self._start_warm()
                 if reconnect_at is None:
-                    self.reap()
+                    if slow:
+                        self.reap()
                     if self.report_at is not None and time.monotonic() >= self.report_at:
                         self.send_reports()
-                    if ready.get(self.sock):
-                        while True:
+                    if got_msg:
+                        sock = self.sock
+                        # EVENTS, not recv until zmq.Again: raising Again costs a strerror
+                        # (gettext) per wake-up
+                        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
                             try:
-                                frame = self.sock.recv(flags=zmq.NOBLOCK)
+                                frame = sock.recv(flags=zmq.NOBLOCK)
                             except zmq.Again:
                                 break
                             self.last_recv = time.monotonic()
@@ -605,7 +621,7 @@ class Agent:
                         self.sock.close(linger=0)  # Paranoid Pirate: the daemon is gone
                         reconnect_at = now + backoff
                         backoff = min(backoff * 2, self.max_backoff)
-                    elif now - self.last_send >= self.hb or (ready.get(self.sock) and now - self.last_send >= self.hb / 2):
+                    elif now - self.last_send >= self.hb or (got_msg and now - self.last_send >= self.hb / 2):
                         # answering in the same wake-up as the daemon's heartbeat halves the
                         # wake-ups of an idle node (1024 of them share two cores)
                         self._send("heartbeat", node=self.node)

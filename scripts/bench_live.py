@@ -5,17 +5,23 @@ latency from submit to every task running.
 Method
   start-up: ``start_cluster`` (daemon + launcher forking one agent per node) until the daemon
     reports every node registered; memory = sum of USS (unique set size, psutil) over the
-    daemon, the launcher and every node agent, read once the cluster is up and idle.
+    daemon, the launcher, every node agent and every node's pre-started task process, read
+    once the cluster is up, idle and warm (the nodes pre-start their task processes 3-5 s
+    after registering).
   submissions/s: on an idle cluster, one client pipelines N submissions (window 1024) of a
     whole-machine job with a long run time, so one runs and the rest queue: the daemon does
     arrive + journal (one transaction per poll-loop batch) + reply for each. Rate = N / wall
     time from the first send to the last acknowledgement.
-  latency: on an idle cluster, submit one k-cube job at a time; latency = from just before
-    the submit is sent to the receipt of the daemon's PUB event ``started`` (every task of
-    the job reported task_started, i.e. every child process was forked); the job then runs
-    for a short time and the next is submitted after its ``completed`` event.
+  latency: on a warm 256-node cluster, submit one k-cube job at a time; latency = from just
+    before the submit is sent to the client's receipt of the daemon's PUB event ``started``
+    (every task of the job reported task_started: its process is the job's task on every
+    node); the job runs for 20 ms. "idle": the next job is submitted ``--gap`` seconds after
+    the previous one's ``completed`` event, when the cluster is idle again; "back to back":
+    at once, while the previous job's nodes are still reporting and re-arming. The first
+    few jobs of each series are warm-up and not counted.
 
     python scripts/bench_live.py [--sizes 64,256,1024] [--submits 20000] [--latency-runs 200]
+                                 [--gap 0.5] [--skip startup,submits,latency,back-to-back]
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ import psutil  # noqa: E402
 
 from emulator.cli_cluster import cluster_processes, start_cluster, stop_cluster  # noqa: E402
 from emulator.client import Client, Events  # noqa: E402
+from nodes.agent import WARM_FIRST  # noqa: E402
 
 
 def uss_sum(home: Path) -> tuple[float, int]:
@@ -69,7 +76,7 @@ def with_cluster(n_nodes: int, fn, **kw):
 
 def bench_startup(n):
     def fn(home, st):
-        time.sleep(1.0)  # let start-up transients (imports, first heartbeats) settle
+        time.sleep(sum(WARM_FIRST) + 1.0)  # every node has pre-started its task process
         mb, count = uss_sum(home)
         return {"nodes": n, "startup_s": round(st["startup_s"], 2), "uss_total_mib": round(mb, 1),
                 "uss_per_node_mib": round(mb / n, 2), "processes": count}
@@ -90,15 +97,22 @@ def bench_submits(n_nodes, n_submits):
     return with_cluster(n_nodes, fn)
 
 
-def bench_latency(n_nodes, sizes, runs):
+def bench_latency(n_nodes, sizes, runs, gap=0.5, warmup=5):
+    """Submit one job at a time; ``gap`` seconds after the previous job's completion (the
+    cluster idle again: its nodes have re-armed their task processes and sent their
+    results), or at once (``gap`` 0: back to back)."""
     def fn(home, st):
         out = {}
         ev = Events(home=home, topics=(b"job",))
-        time.sleep(0.3)  # a SUB needs a moment to be connected before the first event
+        # the nodes pre-start their first task process 3-5 s after registering (agent.WARM_FIRST);
+        # a job submitted before then forks its tasks cold
+        time.sleep(sum(WARM_FIRST) + 1.0)
         with Client(home=home, timeout=10) as c:
             for k in sizes:
                 lat = []
-                for _ in range(runs):
+                for i in range(warmup + runs):
+                    if gap:
+                        time.sleep(gap)
                     t = time.perf_counter()
                     jid = c.submit({"cube": k}, runtime=2)  # 20 ms of run time
                     started = None
@@ -112,7 +126,8 @@ def bench_latency(n_nodes, sizes, runs):
                             started = time.perf_counter() - t
                         if m["state"] in ("completed", "failed"):
                             break
-                    lat.append(started * 1000)
+                    if i >= warmup:
+                        lat.append(started * 1000)
                 out[f"{1 << k}-node job"] = {"runs": runs, "p50_ms": round(pct(lat, 50), 2),
                                              "p99_ms": round(pct(lat, 99), 2), "max_ms": round(max(lat), 2)}
         ev.close()
@@ -125,7 +140,11 @@ def main(argv=None):
     ap.add_argument("--sizes", default="64,256,1024")
     ap.add_argument("--submits", type=int, default=20000)
     ap.add_argument("--latency-runs", type=int, default=200)
-    ap.add_argument("--skip", default="", help="comma list of: startup,submits,latency")
+    ap.add_argument("--gap", type=float, default=0.5,
+                    help="latency: seconds from a job's completion to the next submit (idle cluster); "
+                         "0 = back to back")
+    ap.add_argument("--latency-cubes", default="4,6", help="job sizes as cube dimensions")
+    ap.add_argument("--skip", default="", help="comma list of: startup,submits,latency,back-to-back")
     a = ap.parse_args(argv)
     skip = set(a.skip.split(","))
     res = {"cpu_count": os.cpu_count()}
@@ -139,10 +158,15 @@ def main(argv=None):
         r = bench_submits(256, a.submits)
         print(json.dumps(r), flush=True)
         res["submits"] = r
+    cubes = [int(x) for x in a.latency_cubes.split(",")]
     if "latency" not in skip:
-        r = bench_latency(256, [4, 6], a.latency_runs)
-        print(json.dumps(r), flush=True)
-        res["latency"] = r
+        r = bench_latency(256, cubes, a.latency_runs, a.gap)
+        print(json.dumps({"latency idle": r}), flush=True)
+        res["latency_idle"] = r
+    if "back-to-back" not in skip:
+        r = bench_latency(256, cubes, a.latency_runs, 0.0)
+        print(json.dumps({"latency back to back": r}), flush=True)
+        res["latency_back_to_back"] = r
     print(json.dumps(res, indent=2))
     return 0
 

@@ -194,6 +194,30 @@ def test_missed_heartbeats_requeue_then_fail(tmp_path):
     assert out[0][1]["type"] == "welcome" and s.d.node_state(0) == "idle"
 
 
+def test_started_is_published_for_every_attempt(tmp_path):
+    """A requeued job's tasks start again: its "started" event must come again too (a
+    client waiting for it, e.g. the latency benchmark, would otherwise wait forever)."""
+    s = Stub(tmp_path, max_requeue=1)
+    s.register_all()
+    jid = s.call("submit", request={"cube": 0}, runtime=5)["data"]["job"]
+    job = s.d.jobs[jid]
+
+    def started_events():
+        return [P.decode(f) for topic, f in s.d.events if topic == b"job" and P.decode(f)["state"] == "started"]
+
+    first = job.nodes[0]
+    s.send(b"n%d" % first, "task_started", node=first, job=jid, attempt=1, rank=0, pid=7)
+    assert [e["job"] for e in started_events()] == [jid]
+    s.d.events.clear()
+    s.d.nodes[first].last = time.monotonic() - 10  # its node goes silent: requeued elsewhere
+    s.d._purge(time.monotonic())
+    assert job.state == "running" and job.attempt == 2 and job.nodes[0] != first
+    assert started_events() == []  # not before the new task reports
+    second = job.nodes[0]
+    s.send(b"n%d" % second, "task_started", node=second, job=jid, attempt=2, rank=0, pid=8)
+    assert [(e["job"], e["info"]["attempt"]) for e in started_events()] == [(jid, 2)]
+
+
 def test_journal_replay_rebuilds_the_policy_state(tmp_path):
     s = Stub(tmp_path)
     s.register_all()
