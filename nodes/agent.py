@@ -73,8 +73,8 @@ REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
 WARM_FIRST = (3.0, 2.0)  # the first warm child: 3-5 s after registration (random), so that the
                          # nodes' warm children are not started while the other nodes start up
 WARM_DELAY = 0.05   # seconds after a hand-out before the next warm child is started (x 1-2, random):
-                    # later than the job's other nodes are still starting their tasks, and
-                    # spread so that the job's nodes do not all spawn at the same moment
+                    # after the job's other nodes have started their tasks, and spread so
+                    # that the job's nodes do not all spawn at the same moment
 WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned cold instead
 SCHED_IDLE = getattr(os, "SCHED_IDLE", None)
 try:
