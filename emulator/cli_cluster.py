@@ -78,7 +78,7 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
 def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
                   heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
                   grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
-                  rt_priority=None) -> dict:
+                  rt_priority=None, node_sched=None) -> dict:
     """Start (or complete) the cluster in ``home``; returns once it is ready."""
     from emulator.client import Client, ClientTimeout
     from emulator.journal import Journal
@@ -119,6 +119,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
                  "--output-dir", str(output_dir or (home / "output"))]
         if rt_priority:
             largv += ["--rt-priority", str(rt_priority)]
+        if node_sched:
+            largv += ["--sched", node_sched]
         (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
         lproc = _spawn(largv, home / "launcher.log")
     c = Client(home=home, timeout=2.0)
@@ -219,7 +221,7 @@ def cmd_up(args) -> int:
     st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
                        args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
                        timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
-                       rt_priority=args.rt_priority)
+                       rt_priority=args.rt_priority, node_sched=args.node_sched)
     if args.json:
         print_json({"home": str(home), "pid": st["pid"], "config": st["config"], "nodes": st["nodes"],
                     "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)})
@@ -394,7 +396,7 @@ def cmd_node(args) -> int:
     from nodes import agent
 
     return agent.run_node(args.id, args.connect, heartbeat=args.heartbeat, liveness=args.liveness,
-                          output_dir=args.output_dir)
+                          output_dir=args.output_dir, sched=args.sched)
 
 
 def add_commands(sub) -> None:
@@ -422,6 +424,9 @@ def add_commands(sub) -> None:
                    help="gang policy parameter, e.g. slot=0.5 or levels=[[1,1],[3,8]] (repeatable)")
     p.add_argument("--rt-priority", type=int, nargs="?", const=10, metavar="P",
                    help="run the daemon and the nodes at SCHED_RR priority P (default 10) where permitted")
+    p.add_argument("--node-sched", choices=("batch", "normal"),
+                   help="the node agents' scheduling policy (default batch: a woken node does not preempt "
+                        "the daemon or another node; faster job starts on few cores)")
     p.add_argument("--detach", action="store_true", help="return once the cluster is ready")
     p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -475,4 +480,6 @@ def add_commands(sub) -> None:
     p.add_argument("--heartbeat", type=float, default=0.2)
     p.add_argument("--liveness", type=int, default=3)
     p.add_argument("--output-dir")
+    p.add_argument("--sched", choices=("batch", "normal"), default="batch",
+                   help="the agent's scheduling policy (default batch)")
     p.set_defaults(func=cmd_node)

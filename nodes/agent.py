@@ -67,6 +67,10 @@ import zmq
 from emulator import protocol as P
 
 PR_SET_PDEATHSIG = 1
+# the daemon's heartbeat as it encodes it: a frame equal to it is that valid message and
+# needs no decoding (an idle node gets five a second)
+HEARTBEAT_IN = P.encode_unchecked("heartbeat")
+_EVENTS, _POLLIN, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.NOBLOCK)
 SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked from the agent
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
@@ -76,6 +80,11 @@ WARM_DELAY = 0.05   # seconds after a hand-out before the next warm child is sta
                     # after the job's other nodes have started their tasks, and spread so
                     # that the job's nodes do not all spawn at the same moment
 WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned cold instead
+# A node answers each daemon heartbeat (any message) in the same wake-up, so its heartbeats
+# follow the daemon's waves; its own timer only fires after OWN_HEARTBEAT intervals without
+# sending (a silent daemon). At one interval it fired just before a wave the daemon held back
+# (daemon.START_QUIET) and the node woke twice per interval from then on.
+OWN_HEARTBEAT = 1.5
 SCHED_IDLE = getattr(os, "SCHED_IDLE", None)
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
@@ -137,6 +146,46 @@ class Task:
         return self.run_since + self.budget
 
 
+def set_batch() -> str | None:
+    """SCHED_BATCH for the calling thread (threads created later inherit it); returns None
+    when done, else why not.
+
+    Why: a node's work comes in bursts shared by many nodes at once (a 64-node job wakes 64
+    agents, each of them twice: its ZeroMQ I/O thread, then its main thread). A SCHED_BATCH
+    thread does not preempt the running thread when it wakes (Linux: only SCHED_NORMAL wakers
+    do), so the daemon (SCHED_NORMAL) is not switched away in the middle of sending a job's
+    ``run`` messages by the first nodes it woke, and each woken agent runs its ~0.2 ms to the
+    end instead of being switched away by the next woken one. Measured on 2 cores, idle
+    256-node cluster, 64-node job, submit to every task running: p50 16.2 / p99 39.2 ms at
+    SCHED_NORMAL, p50 14.1 / p99 22.2 ms at SCHED_BATCH (100 jobs each). The nodes' tasks are
+    set back to SCHED_NORMAL when they start."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (OSError, AttributeError) as e:
+        return f"cannot set SCHED_BATCH: {e}"
+    return None
+
+
+def may_leave_idle() -> bool:
+    """Whether this process may set a SCHED_IDLE child back to SCHED_NORMAL: Linux treats that
+    as raising the nice value to 0, which needs CAP_SYS_NICE or an RLIMIT_NICE of 20."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+        if soft == resource.RLIM_INFINITY or soft >= 20:
+            return True
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> 23 & 1)  # CAP_SYS_NICE is bit 23
+    except OSError:
+        pass
+    return False
+
+
 def set_rt_priority(priority: int) -> str | None:
     """SCHED_RR at ``priority`` for the calling thread (threads created later inherit it);
     returns None when done, else why not."""
@@ -150,13 +199,20 @@ def set_rt_priority(priority: int) -> str | None:
 class Agent:
     def __init__(self, node: int, endpoint: str, heartbeat: float = 0.2, liveness: int = 3,
                  max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None,
-                 rt_priority: int | None = None):
+                 rt_priority: int | None = None, sched: str = "batch"):
         self.node, self.endpoint = node, endpoint
         self.hb, self.liveness, self.max_backoff = heartbeat, liveness, max_backoff
         self.parent_pid = parent_pid
         self.output_dir = output_dir
         self.rt_priority = rt_priority
-        self.rt = False  # tasks must not inherit real-time priority
+        if sched not in ("batch", "normal"):
+            raise ValueError(f"sched must be batch or normal, not {sched!r}")
+        self.sched = sched
+        # the agent's threads run at SCHED_RR or SCHED_BATCH: its tasks are set back to
+        # SCHED_NORMAL (they must not inherit a real-time priority, nor batch's lack of
+        # wake-up preemption)
+        self.reset_policy = False
+        self.warm_policy = None  # the policy a warm child waits at (see _start_warm)
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.tasks: dict[tuple, Task] = {}
@@ -190,8 +246,11 @@ class Agent:
         self.last_recv = time.monotonic()
 
     def _send(self, type_, **fields):
+        self._send_frame(P.encode_unchecked(type_, **fields))
+
+    def _send_frame(self, frame):
         try:
-            self.sock.send(P.encode_unchecked(type_, **fields), flags=zmq.NOBLOCK)
+            self.sock.send(frame, flags=_NOBLOCK)
         except zmq.ZMQError:
             pass  # queue full or no peer: liveness takes over
         self.last_send = time.monotonic()
@@ -224,7 +283,7 @@ class Agent:
                 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
                     signal.signal(s, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
-                if self.rt:
+                if self.reset_policy:
                     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
                 if m.get("command"):
                     fd = os.open(out or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -262,7 +321,7 @@ class Agent:
             secs = "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"
             argv = [SETPRIV, "--pdeathsig", "KILL", "--", SLEEP, secs]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.rt else {}
+        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.reset_policy else {}
         return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
 
     # ------------------------------------------------------------------ warm child
@@ -284,10 +343,9 @@ class Agent:
             return
         finally:
             os.close(r)
-        policy = SCHED_IDLE if SCHED_IDLE is not None else os.SCHED_OTHER if self.rt else None
-        if policy is not None:
+        if self.warm_policy is not None:
             try:  # the rest of its start-up (two execs) then only uses CPU nobody else wants
-                os.sched_setscheduler(pid, policy, os.sched_param(0))
+                os.sched_setscheduler(pid, self.warm_policy, os.sched_param(0))
             except OSError:
                 pass
         self.warm = (pid, w)
@@ -321,11 +379,11 @@ class Agent:
             pid, w = self.warm
             self.warm = None
             self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
-            if SCHED_IDLE is not None or self.rt:
+            if self.warm_policy is not None or self.reset_policy:
                 try:
                     os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
-                except OSError:
-                    pass  # already gone: reaped and reported like any task that died
+                except OSError:  # gone, or not permitted: spawn cold
+                    return self._discard(pid, w)
             return pid, w
         q = shlex.quote
         lines = ["export MCEMU_JOB_ID=%d MCEMU_NODE=%d MCEMU_RANK=%d MCEMU_ATTEMPT=%d MCEMU_NODES=%s MCEMU_JOB_NAME=%s"
@@ -342,18 +400,23 @@ class Agent:
         self.warm = None
         self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
         try:
-            if SCHED_IDLE is not None or self.rt:
+            if self.warm_policy is not None or self.reset_policy:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
             os.write(w, script)
-        except OSError:  # it died (reaped later as an unknown child): spawn cold
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            return None
-        finally:
-            os.close(w)
+        except OSError:  # it died, or its policy cannot be reset: spawn cold
+            return self._discard(pid, w)
+        os.close(w)
         return pid, None
+
+    @staticmethod
+    def _discard(pid, w):
+        """Kill a warm child that cannot become the task (reaped later as an unknown child)."""
+        os.close(w)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return None
 
     def on_run(self, m):
         key = (m["job"], m["attempt"])
@@ -526,7 +589,17 @@ class Agent:
             if why:
                 print(f"node {self.node}: {why}; running at normal priority", file=sys.stderr, flush=True)
             else:
-                self.rt = True
+                self.reset_policy = True
+        if not self.reset_policy and self.sched == "batch":
+            self.reset_policy = set_batch() is None
+        # a warm child waits at SCHED_IDLE where it may be set back to SCHED_NORMAL when handed
+        # out; elsewhere at SCHED_BATCH (unprivileged: leaving SCHED_IDLE is refused)
+        if SCHED_IDLE is not None and may_leave_idle():
+            self.warm_policy = SCHED_IDLE
+        elif self.reset_policy and self.sched == "batch" and not self.rt_priority:
+            self.warm_policy = None  # inherits the agent's SCHED_BATCH
+        else:
+            self.warm_policy = getattr(os, "SCHED_BATCH", None)
         self.ctx = zmq.Context(io_threads=1)
         self.ctx.setsockopt(zmq.LINGER, 0)
         self._open()
@@ -534,6 +607,8 @@ class Agent:
         reconnect_at = None
         next_check = 0.0
         poller = poller_sock = None
+        hb_frame = P.encode_unchecked("heartbeat", node=self.node)  # the daemon's NodeRec.hb
+        own_hb = self.hb * OWN_HEARTBEAT
         handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
                     "suspend": lambda m: self._signal(m, signal.SIGSTOP),
                     "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch}
@@ -543,7 +618,7 @@ class Agent:
                 if reconnect_at is not None:
                     timeout = reconnect_at - now
                 else:
-                    timeout = min(self.last_send + self.hb, self.last_recv + self.hb * self.liveness) - now
+                    timeout = min(self.last_send + own_hb, self.last_recv + self.hb * self.liveness) - now
                 due = self.next_due()
                 if due is not None:
                     timeout = min(timeout, due - now)
@@ -589,12 +664,14 @@ class Agent:
                         sock = self.sock
                         # EVENTS, not recv until zmq.Again: raising Again costs a strerror
                         # (gettext) per wake-up
-                        while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                        while sock.getsockopt(_EVENTS) & _POLLIN:
                             try:
-                                frame = sock.recv(flags=zmq.NOBLOCK)
+                                frame = sock.recv(flags=_NOBLOCK)
                             except zmq.Again:
                                 break
                             self.last_recv = time.monotonic()
+                            if frame == HEARTBEAT_IN:
+                                continue
                             try:
                                 m = P.decode(frame, max_size=P.MAX_WIRE, allowed=P.TO_NODE_TYPES)
                             except P.ProtocolError:
@@ -621,10 +698,10 @@ class Agent:
                         self.sock.close(linger=0)  # Paranoid Pirate: the daemon is gone
                         reconnect_at = now + backoff
                         backoff = min(backoff * 2, self.max_backoff)
-                    elif now - self.last_send >= self.hb or (got_msg and now - self.last_send >= self.hb / 2):
+                    elif now - self.last_send >= own_hb or (got_msg and now - self.last_send >= self.hb / 2):
                         # answering in the same wake-up as the daemon's heartbeat halves the
                         # wake-ups of an idle node (1024 of them share two cores)
-                        self._send("heartbeat", node=self.node)
+                        self._send_frame(hb_frame)
                 else:
                     self.reap_buffered()
                     if time.monotonic() >= reconnect_at:
@@ -649,7 +726,7 @@ class Agent:
 
 
 def run_node(node: int, endpoint: str, **kw) -> int:
-    kw = {k: v for k, v in kw.items() if v is not None or k != "rt_priority"}
+    kw = {k: v for k, v in kw.items() if v is not None or k not in ("rt_priority", "sched")}
     return Agent(node, endpoint, **kw).run()
 
 
@@ -663,9 +740,11 @@ def main(argv=None) -> int:
     ap.add_argument("--liveness", type=int, default=3)
     ap.add_argument("--output-dir")
     ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
+    ap.add_argument("--sched", choices=("batch", "normal"), default="batch",
+                    help="the agent's scheduling policy (default batch: see set_batch)")
     a = ap.parse_args(argv)
     return run_node(a.id, a.connect, heartbeat=a.heartbeat, liveness=a.liveness, output_dir=a.output_dir,
-                    rt_priority=a.rt_priority)
+                    rt_priority=a.rt_priority, sched=a.sched)
 
 
 if __name__ == "__main__":

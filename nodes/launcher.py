@@ -29,7 +29,7 @@ from nodes import agent
 
 
 def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfile=None,
-           rt_priority=None) -> dict[int, int]:
+           rt_priority=None, sched="batch") -> dict[int, int]:
     """Fork one agent per id; returns {pid: node id}. Only call from a process with no
     ZeroMQ context."""
     homemod.raise_nofile(256)
@@ -49,7 +49,8 @@ def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfi
                     os._exit(0)
                 gc.enable()
                 code = agent.run_node(n, endpoint, heartbeat=heartbeat, liveness=liveness,
-                                      parent_pid=me, output_dir=output_dir, rt_priority=rt_priority)
+                                      parent_pid=me, output_dir=output_dir, rt_priority=rt_priority,
+                                      sched=sched)
             except BaseException:
                 import traceback
                 traceback.print_exc()
@@ -93,6 +94,8 @@ def main(argv=None) -> int:
     ap.add_argument("--home")
     ap.add_argument("--output-dir")
     ap.add_argument("--rt-priority", type=int, help="each node runs at SCHED_RR priority P where permitted")
+    ap.add_argument("--sched", choices=("batch", "normal"), default="batch",
+                    help="the node agents' scheduling policy (default batch: see nodes.agent.set_batch)")
     a = ap.parse_args(argv)
     if "-" in a.nodes:
         lo, hi = map(int, a.nodes.split("-"))
@@ -111,7 +114,8 @@ def main(argv=None) -> int:
             a.rt_priority = None
         else:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    children = launch(a.connect, ids, a.heartbeat, a.liveness, a.output_dir, rt_priority=a.rt_priority)
+    children = launch(a.connect, ids, a.heartbeat, a.liveness, a.output_dir, rt_priority=a.rt_priority,
+                      sched=a.sched)
     if a.home:
         homemod.write_json(home / "nodes.json", {str(p): n for p, n in children.items()})
     print(f"launcher: forked {len(children)} nodes in {time.monotonic() - t:.2f} s", file=sys.stderr, flush=True)

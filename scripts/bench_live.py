@@ -15,13 +15,17 @@ Method
   latency: on a warm 256-node cluster, submit one k-cube job at a time; latency = from just
     before the submit is sent to the client's receipt of the daemon's PUB event ``started``
     (every task of the job reported task_started: its process is the job's task on every
-    node); the job runs for 20 ms. "idle": the next job is submitted ``--gap`` seconds after
-    the previous one's ``completed`` event, when the cluster is idle again; "back to back":
-    at once, while the previous job's nodes are still reporting and re-arming. The first
-    few jobs of each series are warm-up and not counted.
+    node). The job runs for ``--job-runtime`` seconds (default 0.5), longer than its start,
+    so that there is a moment when every task is running: with 20 ms, the first nodes' tasks
+    end (SIGKILL, reap, report, ack: two more wake-ups per node) while the last nodes are
+    still starting theirs, and a slow start slows itself. "idle": the next job is submitted
+    ``--gap`` seconds after the previous one's ``completed`` event, when the cluster is idle
+    again; "back to back": at once, while the previous job's nodes are still reporting its
+    end. The first few jobs of each series are warm-up and not counted.
 
     python scripts/bench_live.py [--sizes 64,256,1024] [--submits 20000] [--latency-runs 200]
-                                 [--gap 0.5] [--skip startup,submits,latency,back-to-back]
+                                 [--gap 0.5] [--job-runtime 0.5] [--latency-cubes 4,6]
+                                 [--skip startup,submits,latency,back-to-back]
 """
 from __future__ import annotations
 
@@ -97,7 +101,7 @@ def bench_submits(n_nodes, n_submits):
     return with_cluster(n_nodes, fn)
 
 
-def bench_latency(n_nodes, sizes, runs, gap=0.5, warmup=5):
+def bench_latency(n_nodes, sizes, runs, gap=0.5, warmup=5, job_runtime=0.5, time_unit=0.01):
     """Submit one job at a time; ``gap`` seconds after the previous job's completion (the
     cluster idle again: its nodes have re-armed their task processes and sent their
     results), or at once (``gap`` 0: back to back)."""
@@ -114,7 +118,7 @@ def bench_latency(n_nodes, sizes, runs, gap=0.5, warmup=5):
                     if gap:
                         time.sleep(gap)
                     t = time.perf_counter()
-                    jid = c.submit({"cube": k}, runtime=2)  # 20 ms of run time
+                    jid = c.submit({"cube": k}, runtime=job_runtime / time_unit)
                     started = None
                     while True:
                         r = ev.recv(10)
@@ -128,11 +132,11 @@ def bench_latency(n_nodes, sizes, runs, gap=0.5, warmup=5):
                             break
                     if i >= warmup:
                         lat.append(started * 1000)
-                out[f"{1 << k}-node job"] = {"runs": runs, "p50_ms": round(pct(lat, 50), 2),
+                out[f"{1 << k}-node job"] = {"runs": runs, "job_runtime_s": job_runtime, "p50_ms": round(pct(lat, 50), 2),
                                              "p99_ms": round(pct(lat, 99), 2), "max_ms": round(max(lat), 2)}
         ev.close()
         return out
-    return with_cluster(n_nodes, fn)
+    return with_cluster(n_nodes, fn, time_unit=time_unit)
 
 
 def main(argv=None):
@@ -144,6 +148,7 @@ def main(argv=None):
                     help="latency: seconds from a job's completion to the next submit (idle cluster); "
                          "0 = back to back")
     ap.add_argument("--latency-cubes", default="4,6", help="job sizes as cube dimensions")
+    ap.add_argument("--job-runtime", type=float, default=0.5, help="latency: each job's run time in seconds")
     ap.add_argument("--skip", default="", help="comma list of: startup,submits,latency,back-to-back")
     a = ap.parse_args(argv)
     skip = set(a.skip.split(","))
@@ -160,11 +165,11 @@ def main(argv=None):
         res["submits"] = r
     cubes = [int(x) for x in a.latency_cubes.split(",")]
     if "latency" not in skip:
-        r = bench_latency(256, cubes, a.latency_runs, a.gap)
+        r = bench_latency(256, cubes, a.latency_runs, a.gap, job_runtime=a.job_runtime)
         print(json.dumps({"latency idle": r}), flush=True)
         res["latency_idle"] = r
     if "back-to-back" not in skip:
-        r = bench_latency(256, cubes, a.latency_runs, 0.0)
+        r = bench_latency(256, cubes, a.latency_runs, 0.0, job_runtime=a.job_runtime)
         print(json.dumps({"latency back to back": r}), flush=True)
         res["latency_back_to_back"] = r
     print(json.dumps(res, indent=2))

@@ -69,3 +69,42 @@ def test_warm_child_runs_commands_with_the_job_environment_and_dies_with_its_nod
     res = cluster.down()
     assert not cluster.alive(), "mcemu down left processes running"
     assert res["was_running"]
+
+
+def test_nodes_run_at_sched_batch_and_their_tasks_at_normal(cluster):
+    """A woken node must not preempt the daemon or another node (nodes.agent.set_batch), but
+    the tasks it starts, warm or cold, get the normal policy back."""
+    from nodes.agent import may_leave_idle
+
+    def policies(pid):
+        return {os.sched_getscheduler(t.id) for t in psutil.Process(pid).threads()}
+
+    cluster.up("--topology", "hypercube:1", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
+               "--time-unit", "0.01")
+    c = cluster.client
+    w = wait_for(lambda: (w := warm_children(cluster)) and all(len(v) == 1 for v in w.values()) and w, 15,
+                 "every node to hold a warm child")
+    for agent, (warm,) in w.items():
+        assert policies(agent) == {os.SCHED_BATCH}  # the main thread and ZeroMQ's I/O thread
+        assert os.sched_getscheduler(warm.pid) == (os.SCHED_IDLE if may_leave_idle() else os.SCHED_BATCH)
+    # a command task reports its own policy (field 41 of /proc/self/stat: 0 is SCHED_OTHER)
+    jid = c.submit({"cube": 1}, runtime=1, command="cut -d' ' -f41 /proc/self/stat")
+    job = wait_for(lambda: (j := c.queue(jobs=[jid])["jobs"][0])["state"] in ("completed", "failed") and j, 20,
+                   "the command job to finish")
+    for rank in range(2):
+        assert (cluster.home / "output" / f"job{jid}.{rank}.out").read_text().strip() == str(os.SCHED_OTHER)
+    # a synthetic task: the handed-out warm child, set back to SCHED_OTHER while it runs
+    w = wait_for(lambda: (w := warm_children(cluster)) and all(len(v) == 1 for v in w.values()) and w, 15,
+                 "the warm children to be started again")
+    tasks = [v[0] for v in w.values()]  # handed out: the same processes become the tasks
+    jid = c.submit({"cube": 1}, runtime=500)
+    wait_for(lambda: {os.sched_getscheduler(p.pid) for p in tasks} == {os.SCHED_OTHER}, 10,
+             "the tasks to run at SCHED_OTHER")
+    assert c.queue(jobs=[jid])["jobs"][0]["state"] == "running"
+    c.cancel(jid)
+    cluster.down()
+    cluster.up("--topology", "hypercube:1", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER, "--node-sched", "normal")
+    for agent in warm_children(cluster):
+        assert policies(agent) == {os.SCHED_OTHER}
+    cluster.down()
+    assert not cluster.alive(), "mcemu down left processes running"

@@ -102,6 +102,62 @@ def test_decode_of_random_maps_raises_only_protocol_errors(t, fields):
         assert not required or k in m
 
 
+def _outcome(fn, msg):
+    try:
+        return "ok", fn(msg)
+    except P.ProtocolError as e:
+        return e.code, str(e)
+
+
+node_values = st.one_of(st.integers(-3, 2**21), st.sampled_from([0, 1, 2**20, 2**20 + 1, 2**31, 2**31 + 1]),
+                        st.booleans(), st.none(), st.floats(-1, 1e13), st.text(max_size=4),
+                        st.lists(st.integers(-2, 2**21) | st.booleans(), max_size=5))
+VALID = {  # one valid message of each type that has required fields beyond id
+    "register": dict(node=3, pid=100, host="h"), "heartbeat": dict(node=1),
+    "task_started": dict(node=1, job=2, attempt=1, rank=0, pid=9),
+    "task_done": dict(node=1, job=2, attempt=1, rank=0, status=0, usage={"utime": 0.1}), "bye": dict(node=1),
+    "switched": dict(node=1, slot=2, t_first=None, t_stop=1.0, t_cont=None, running=[1], stopped=[]),
+    "welcome": dict(node=1, heartbeat=0.2, liveness=3),
+    "run": dict(job=1, attempt=1, rank=0, node=0, nodes=[0, 1], runtime_s=0.5, command=None, burn=False, name="j"),
+    "switch": dict(slot=1, stop=[1], run=[2]), "suspend": dict(job=1), "resume": dict(job=1, attempt=2),
+    "kill": dict(job=1), "ack": dict(job=1, attempt=1, rank=0), "submit": dict(id=1, request={"cube": 2}, runtime=1),
+    "cancel": dict(id=1, job=1), "ok": dict(id=1, data=None), "error": dict(code="x", message="y"),
+    "job": dict(job=1, state="queued", t=0.0), "node": dict(node=1, state="idle", t=0.0),
+    "snapshot": dict(t=0.0, data={}),
+}
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(sorted(P.SCHEMAS)), st.sampled_from([None, P.NODE_TYPES, P.TO_NODE_TYPES]),
+       st.sampled_from([1, 1, 1, True, 1.0, 2]), st.data())
+def test_the_fast_path_accepts_and_refuses_exactly_what_the_field_checks_do(t, allowed, v, data):
+    """validate() checks a valid message with set operations and inline integer checks; the
+    result (or the error code and text) must be the field-by-field check's, for a valid
+    message of each type with some of its fields changed or dropped, or a field added."""
+    own = sorted(P.SCHEMAS[t])
+    msg = {"v": v, "type": t, **({"id": 1} if "id" in own else {}), **VALID.get(t, {})}
+    if own:
+        msg.update(data.draw(st.dictionaries(st.sampled_from(own), node_values, max_size=2)))
+        for k in data.draw(st.lists(st.sampled_from(own), max_size=1)):
+            msg.pop(k, None)
+    if data.draw(st.integers(0, 9)) == 0:
+        msg[data.draw(st.sampled_from(["x", "id", "job", "node"]))] = 1
+    fast = _outcome(lambda m: P.validate(m, allowed), dict(msg))
+    slow = _outcome(lambda m: P._validate(m, allowed), dict(msg))
+    assert fast == slow
+
+
+def test_the_fast_path_decodes_what_the_daemon_and_the_nodes_send():
+    nodes = list(range(64))
+    run = P.decode(P.encode_unchecked("run", job=3, attempt=1, rank=5, node=5, nodes=nodes, runtime_s=2,
+                                      command=None, burn=False, name="job3"), allowed=P.TO_NODE_TYPES)
+    assert run["nodes"] == nodes and run["runtime_s"] == 2.0 and isinstance(run["runtime_s"], float)
+    with pytest.raises(P.ProtocolError, match="nodes"):
+        P.decode(P.encode_unchecked("run", job=3, attempt=1, rank=5, node=5, nodes=[0, True], runtime_s=2))
+    with pytest.raises(P.ProtocolError, match="rank"):
+        P.decode(P.encode_unchecked("task_started", node=1, job=3, attempt=1, rank=-1, pid=7))
+
+
 # ---------------------------------------------------------------------- daemon handlers in memory
 
 
@@ -152,6 +208,35 @@ def test_submit_runs_on_registered_nodes_and_completes(tmp_path):
     q = s.call("queue", all=True)["data"]["jobs"]
     assert q[0]["state"] == "completed" and q[0]["exit"] == [0, 0] and q[0]["usage"]["utime"] == 1.0
     assert [n["state"] for n in s.call("nodes")["data"]["nodes"]] == ["idle"] * 4
+
+
+def test_heartbeat_waves_wait_while_a_job_starts(tmp_path):
+    """Between a job's ``run`` messages and its last ``task_started``, the loop holds its
+    heartbeat waves and snapshots back (START_QUIET at most); a start that never completes
+    stops holding them when the window ends."""
+    from emulator.daemon import START_QUIET
+
+    s = Stub(tmp_path)
+    s.register_all()
+    assert s.d.quiet_until == 0.0
+    t = time.monotonic()
+    jid = s.call("submit", request={"cube": 1}, runtime=5)["data"]["job"]
+    assert s.d.starting == {jid} and t < s.d.quiet_until <= time.monotonic() + START_QUIET
+    s.send(b"n0", "task_started", node=0, job=jid, attempt=1, rank=0, pid=10)
+    assert s.d.quiet_until > 0.0  # one task still to start
+    s.send(b"n1", "task_started", node=1, job=jid, attempt=1, rank=1, pid=11)
+    assert s.d.starting == set() and s.d.quiet_until == 0.0
+
+
+def test_a_heartbeat_frame_counts_for_its_own_node_only(tmp_path):
+    s = Stub(tmp_path)
+    s.register_all()
+    s.d.nodes[1].last = 0.0
+    assert s.send(b"n1", "heartbeat", node=1) == [] and s.d.nodes[1].last > 0.0
+    s.d.nodes[1].last = 0.0
+    s.send(b"n0", "heartbeat", node=1)  # node 0's connection cannot keep node 1 alive
+    assert s.d.nodes[1].last == 0.0
+    assert s.send(b"stranger", "heartbeat", node=1)[0][1]["code"] == "unregistered"
 
 
 def test_bad_requests_get_clear_errors_and_change_nothing(tmp_path):
