@@ -4,8 +4,11 @@ It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4
 
 * on (re)connection it sends ``register`` (node id, pid, host, the tasks still alive and
   the results the daemon has not acknowledged) and waits for ``welcome``;
-* any message counts as a heartbeat; it sends a ``heartbeat`` when it has sent nothing for
-  one interval; when nothing has come from the daemon for ``liveness`` intervals it closes
+* any message counts as a heartbeat; it answers a message from the daemon with a
+  ``heartbeat`` when it has sent nothing for half an interval, and sends one on its own
+  after OWN_HEARTBEAT (1.5) intervals of sending nothing (the daemon sends its heartbeats
+  every interval, so the node's follow them); the agent's threads run at SCHED_BATCH
+  (set_batch); when nothing has come from the daemon for ``liveness`` intervals it closes
   the socket, waits (backoff doubling up to ``max_backoff``), opens a new one and registers
   again, so a restarted daemon gets every node back with its tasks;
 * each ``run`` starts one task as a child process in its own session (posix_spawn of
