@@ -70,9 +70,7 @@ import zmq
 from emulator import protocol as P
 
 PR_SET_PDEATHSIG = 1
-# the daemon's heartbeat as it encodes it: a frame equal to it is that valid message and
-# needs no decoding (an idle node gets five a second)
-HEARTBEAT_IN = P.encode_unchecked("heartbeat")
+HEARTBEAT_IN = P.heartbeat_frame()  # an equal frame needs no decoding (five a second when idle)
 _EVENTS, _POLLIN, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.NOBLOCK)
 SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked from the agent
 SLEEP = shutil.which("sleep") or "/bin/sleep"
@@ -597,12 +595,8 @@ class Agent:
             self.reset_policy = set_batch() is None
         # a warm child waits at SCHED_IDLE where it may be set back to SCHED_NORMAL when handed
         # out; elsewhere at SCHED_BATCH (unprivileged: leaving SCHED_IDLE is refused)
-        if SCHED_IDLE is not None and may_leave_idle():
-            self.warm_policy = SCHED_IDLE
-        elif self.reset_policy and self.sched == "batch" and not self.rt_priority:
-            self.warm_policy = None  # inherits the agent's SCHED_BATCH
-        else:
-            self.warm_policy = getattr(os, "SCHED_BATCH", None)
+        idle = SCHED_IDLE is not None and may_leave_idle()
+        self.warm_policy = SCHED_IDLE if idle else getattr(os, "SCHED_BATCH", None)
         self.ctx = zmq.Context(io_threads=1)
         self.ctx.setsockopt(zmq.LINGER, 0)
         self._open()
@@ -610,7 +604,7 @@ class Agent:
         reconnect_at = None
         next_check = 0.0
         poller = poller_sock = None
-        hb_frame = P.encode_unchecked("heartbeat", node=self.node)  # the daemon's NodeRec.hb
+        hb_frame = P.heartbeat_frame(self.node)
         own_hb = self.hb * OWN_HEARTBEAT
         handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
                     "suspend": lambda m: self._signal(m, signal.SIGSTOP),
