@@ -337,18 +337,23 @@ class Daemon:
             self.journal.job(jr.row())
             self._emit_job(jr, t)
             jr.all_started_wall = None  # per attempt: a requeued job reports "started" again
-            for rank, n in enumerate(jr.nodes):
-                self._send_run(jr, rank, n)
+            frames = P.encode_each("run", self._run_fields(jr),
+                                   [{"rank": rank, "node": n} for rank, n in enumerate(jr.nodes)])
+            for n, frame in zip(jr.nodes, frames):
+                self._to_node(n, frame)
             self.starting.add(jr.id)
             self.quiet_until = time.monotonic() + START_QUIET
 
-    def _send_run(self, jr: JobRec, rank: int, n: int):
-        extra = {}
+    def _run_fields(self, jr: JobRec) -> dict:
+        """A ``run`` message's fields but rank and node (the same for every node of the job)."""
+        f = dict(job=jr.id, attempt=jr.attempt, nodes=jr.nodes, runtime_s=jr.exec_time * self.time_unit,
+                 command=jr.command, burn=jr.burn, name=jr.name)
         if self.gang is not None:
-            extra = {"gang": True, "suspended": not jr.local and jr.id not in self.gang_running}
-        self._to_node(n, P.encode_unchecked(
-            "run", job=jr.id, attempt=jr.attempt, rank=rank, node=n, nodes=jr.nodes,
-            runtime_s=jr.exec_time * self.time_unit, command=jr.command, burn=jr.burn, name=jr.name, **extra))
+            f.update(gang=True, suspended=not jr.local and jr.id not in self.gang_running)
+        return f
+
+    def _send_run(self, jr: JobRec, rank: int, n: int):
+        self._to_node(n, P.encode_unchecked("run", rank=rank, node=n, **self._run_fields(jr)))
 
     # ------------------------------------------------------------------ gang slots
 

@@ -71,7 +71,7 @@ from emulator import protocol as P
 
 PR_SET_PDEATHSIG = 1
 HEARTBEAT_IN = P.heartbeat_frame()  # an equal frame needs no decoding (five a second when idle)
-_EVENTS, _POLLIN, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.NOBLOCK)
+_POLLIN, _NOBLOCK = int(zmq.POLLIN), int(zmq.NOBLOCK)
 SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked from the agent
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
@@ -86,6 +86,9 @@ WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned co
 # sending (a silent daemon). At one interval it fired just before a wave the daemon held back
 # (daemon.START_QUIET) and the node woke twice per interval from then on.
 OWN_HEARTBEAT = 1.5
+# seconds between checks that the launcher is still the parent (its death also sends SIGTERM,
+# PR_SET_PDEATHSIG): a timer of its own, so every idle node wakes for it; rarely, then
+PARENT_CHECK = 5.0
 SCHED_IDLE = getattr(os, "SCHED_IDLE", None)
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
@@ -227,6 +230,7 @@ class Agent:
         self.report_at = None
         self.warm = None      # (pid, write end of its pipe): the pre-started task process
         self.warm_at = None   # monotonic time at which to start the next warm child
+        self.wake_at = 0.0    # the loop's next look at its timers (see run)
         self.umask = os.umask(0)
         os.umask(self.umask)
 
@@ -240,11 +244,14 @@ class Agent:
         s.connect(self.endpoint)
         self.sock = s
         self.registered = False
+        self._register()
+        self.last_recv = time.monotonic()
+
+    def _register(self):
         self._send("register", node=self.node, pid=self.pid, host=self.host,
                    tasks=[{"job": t.job, "attempt": t.attempt, "rank": t.rank, "pid": t.pid}
                           for t in self.tasks.values()],
                    finished=list(self.unacked.values()))
-        self.last_recv = time.monotonic()
 
     def _send(self, type_, **fields):
         self._send_frame(P.encode_unchecked(type_, **fields))
@@ -432,6 +439,7 @@ class Agent:
             self._remember(key)
             self.unacked[key] = rec
             self._send("task_done", node=self.node, error=f"cannot start task: {e}", **rec)
+            self._wake(self.warm_at)
             return
         budget = m["runtime_s"] if m.get("gang") and not m.get("command") else None
         deadline = time.monotonic() + m["runtime_s"] if fd is not None and budget is None else None
@@ -446,6 +454,13 @@ class Agent:
         self.by_pid[pid] = t
         self._remember(key)
         self._send("task_started", node=self.node, job=t.job, attempt=t.attempt, rank=t.rank, pid=pid)
+        self._wake(self.warm_at)
+        self._wake(t.due())
+
+    def _wake(self, when):
+        """A handler that sets a timer the loop does not look at again (see run) says so."""
+        if when is not None and when < self.wake_at:
+            self.wake_at = when
 
     def _remember(self, key):
         if len(self.recent) == self.recent.maxlen:
@@ -600,110 +615,115 @@ class Agent:
         self.ctx = zmq.Context(io_threads=1)
         self.ctx.setsockopt(zmq.LINGER, 0)
         self._open()
-        backoff = self.hb
+        self.backoff = self.hb
         reconnect_at = None
         next_check = 0.0
-        poller = poller_sock = None
         hb_frame = P.heartbeat_frame(self.node)
-        own_hb = self.hb * OWN_HEARTBEAT
+        own_hb, half_hb = self.hb * OWN_HEARTBEAT, self.hb / 2
         handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
                     "suspend": lambda m: self._signal(m, signal.SIGSTOP),
-                    "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch}
+                    "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch,
+                    "welcome": self.on_welcome, "ack": self.on_ack, "shutdown": self.on_shutdown,
+                    "error": self.on_error}
+        # a ``run`` or an ``ack`` only moves the timers the handler itself reports (on_run);
+        # after any other message the timers are looked at again
+        quick = frozenset({"run", "ack"})
+        poll, mono, decode = zmq.zmq_poll, time.monotonic, P.decode
+        to_node, max_wire = P.TO_NODE_TYPES, P.MAX_WIRE
         try:
             while not self.stopping:
-                now = time.monotonic()
-                if reconnect_at is not None:
-                    timeout = reconnect_at - now
-                else:
-                    timeout = min(self.last_send + own_hb, self.last_recv + self.hb * self.liveness) - now
-                due = self.next_due()
-                if due is not None:
-                    timeout = min(timeout, due - now)
-                if self.report_at is not None and reconnect_at is None:
-                    timeout = min(timeout, self.report_at - now)
-                if self.warm_at is not None:
-                    timeout = min(timeout, self.warm_at - now)
-                if poller_sock is not (self.sock if reconnect_at is None else None):
-                    poller = zmq.Poller()  # rebuilt only when the socket changes
-                    poller_sock = self.sock if reconnect_at is None else None
-                    if poller_sock is not None:
-                        poller.register(poller_sock, zmq.POLLIN)
-                    poller.register(rfd, zmq.POLLIN)
-                ready = dict(poller.poll(max(0.0, timeout) * 1000 + 1))
-                # A wake-up for a message is the hot path (a 64-node job wakes 64 agents on
-                # two cores), so the checks that only a signal or a timer can make true run
-                # on those wake-ups, and at least once per heartbeat interval.
-                signalled = rfd in ready
-                if signalled:
-                    try:
-                        while os.read(rfd, 512):
-                            pass
-                    except BlockingIOError:
+                # ---- signals, the task and warm-child timers, reconnection: after a signal, a
+                # timer, or a message other than run/ack; not on the wake-ups of ``run``s and
+                # heartbeats (below), the hot path: a 64-node job wakes 64 agents on two
+                # cores, each from cold caches (~150 us of CPU per wake-up)
+                try:
+                    while os.read(rfd, 512):
                         pass
-                got_msg = reconnect_at is None and bool(ready.get(self.sock))
-                slow = signalled or not got_msg or time.monotonic() >= next_check
-                if slow:
-                    next_check = time.monotonic() + self.hb
-                if slow and self.parent_pid is not None and os.getppid() != self.parent_pid:
-                    break  # the launcher is gone
+                except BlockingIOError:
+                    pass
+                now = mono()
+                if now >= next_check:
+                    # the launcher's death is signalled (PR_SET_PDEATHSIG); this is the fallback
+                    next_check = now + PARENT_CHECK
+                    if self.parent_pid is not None and os.getppid() != self.parent_pid:
+                        break  # the launcher is gone
                 if self.stopping:
                     break
-                if due is not None:
+                due = self.next_due()
+                if due is not None and due <= now:
                     self.expire()
-                if self.warm_at is not None and time.monotonic() >= self.warm_at:
+                if self.warm_at is not None and now >= self.warm_at:
                     self._start_warm()
                 if reconnect_at is None:
-                    if slow:
-                        self.reap()
-                    if self.report_at is not None and time.monotonic() >= self.report_at:
+                    self.reap()
+                    if self.report_at is not None and now >= self.report_at:
                         self.send_reports()
-                    if got_msg:
-                        sock = self.sock
-                        # EVENTS, not recv until zmq.Again: raising Again costs a strerror
-                        # (gettext) per wake-up
-                        while sock.getsockopt(_EVENTS) & _POLLIN:
-                            try:
-                                frame = sock.recv(flags=_NOBLOCK)
-                            except zmq.Again:
-                                break
-                            self.last_recv = time.monotonic()
-                            if frame == HEARTBEAT_IN:
-                                continue
-                            try:
-                                m = P.decode(frame, max_size=P.MAX_WIRE, allowed=P.TO_NODE_TYPES)
-                            except P.ProtocolError:
-                                continue
-                            t = m["type"]
-                            if t == "welcome":
-                                self.registered, backoff = True, self.hb
-                                if self.warm is None and self.warm_at is None:
-                                    self.warm_at = time.monotonic() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
-                            elif t == "ack":
-                                self.unacked.pop((m["job"], m["attempt"]), None)
-                            elif t == "shutdown":
-                                self.stopping = True
-                                break
-                            elif t == "error" and m["code"] == "unregistered":
-                                self._send("register", node=self.node, pid=self.pid, host=self.host,
-                                           tasks=[{"job": x.job, "attempt": x.attempt, "rank": x.rank, "pid": x.pid}
-                                                  for x in self.tasks.values()],
-                                           finished=list(self.unacked.values()))
-                            elif t in handlers:
-                                handlers[t](m)
-                    now = time.monotonic()
-                    if now - self.last_recv > self.hb * self.liveness:
+                    now = mono()
+                    if now - self.last_recv >= self.hb * self.liveness:
                         self.sock.close(linger=0)  # Paranoid Pirate: the daemon is gone
-                        reconnect_at = now + backoff
-                        backoff = min(backoff * 2, self.max_backoff)
-                    elif now - self.last_send >= own_hb or (got_msg and now - self.last_send >= self.hb / 2):
-                        # answering in the same wake-up as the daemon's heartbeat halves the
-                        # wake-ups of an idle node (1024 of them share two cores)
+                        reconnect_at = now + self.backoff
+                        self.backoff = min(self.backoff * 2, self.max_backoff)
+                    elif now - self.last_send >= own_hb:
                         self._send_frame(hb_frame)
                 else:
                     self.reap_buffered()
-                    if time.monotonic() >= reconnect_at:
+                    if now >= reconnect_at:
                         reconnect_at = None
                         self._open()
+                # the timers of the heartbeats and of liveness move with every message, so the
+                # loop below keeps them itself: fixed here, one in two idle wake-ups was early
+                wake = next_check
+                if reconnect_at is not None:
+                    wake = min(wake, reconnect_at)
+                elif self.report_at is not None:
+                    wake = min(wake, self.report_at)
+                due = self.next_due()
+                if due is not None:
+                    wake = min(wake, due)
+                if self.warm_at is not None:
+                    wake = min(wake, self.warm_at)
+                self.wake_at = wake
+                if reconnect_at is not None:
+                    poll([(rfd, _POLLIN)], max(0, math.ceil((wake - mono()) * 1000)))
+                    continue
+                # ---- messages, until a signal or a timer
+                sock = self.sock
+                items = [(sock, _POLLIN), (rfd, _POLLIN)]
+                expiry = self.hb * self.liveness
+                while True:
+                    now = mono()
+                    until = min(self.wake_at, self.last_send + own_hb, self.last_recv + expiry)
+                    if until <= now:
+                        if now >= self.wake_at or now - self.last_recv >= expiry:
+                            break
+                        self._send_frame(hb_frame)  # the daemon has been quiet: a heartbeat of our own
+                        continue
+                    # rounded up: pyzmq would truncate, and a wait under 1 ms would spin
+                    ready = poll(items, math.ceil((until - now) * 1000))
+                    if not ready:
+                        continue  # a timer: looked at above
+                    if len(ready) != 1 or ready[0][0] is not sock:
+                        break  # a signal (SIGCHLD: a task ended)
+                    try:
+                        frame = sock.recv(_NOBLOCK)
+                    except zmq.Again:
+                        continue
+                    now = self.last_recv = mono()
+                    if frame != HEARTBEAT_IN:
+                        try:
+                            m = decode(frame, max_size=max_wire, allowed=to_node)
+                        except P.ProtocolError:
+                            continue
+                        t = m["type"]
+                        h = handlers.get(t)
+                        if h is not None:
+                            h(m)
+                        if self.stopping or t not in quick:
+                            break
+                    if now - self.last_send >= half_hb:
+                        # answering in the same wake-up as the daemon's heartbeat halves the
+                        # wake-ups of an idle node (1024 of them share two cores)
+                        self._send_frame(hb_frame)
         finally:
             self.kill_all()
             if reconnect_at is None and self.registered:
@@ -713,6 +733,21 @@ class Agent:
                 self.sock.close(linger=0)
             self.ctx.term()
         return 0
+
+    def on_welcome(self, m):
+        self.registered, self.backoff = True, self.hb
+        if self.warm is None and self.warm_at is None:
+            self.warm_at = time.monotonic() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
+
+    def on_ack(self, m):
+        self.unacked.pop((m["job"], m["attempt"]), None)
+
+    def on_shutdown(self, m):
+        self.stopping = True
+
+    def on_error(self, m):
+        if m["code"] == "unregistered":
+            self._register()
 
     def reap_buffered(self):
         """While disconnected, finished tasks are recorded and reported on registration."""

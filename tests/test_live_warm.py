@@ -108,3 +108,34 @@ def test_nodes_run_at_sched_batch_and_their_tasks_at_normal(cluster):
         assert policies(agent) == {os.SCHED_OTHER}
     cluster.down()
     assert not cluster.alive(), "mcemu down left processes running"
+
+
+def test_an_idle_node_wakes_once_per_heartbeat(cluster):
+    """An idle node wakes for the daemon's heartbeat and nothing else (nodes.agent.run answers
+    it in the same wake-up and keeps its own heartbeat and liveness timers in step with the
+    messages; the launcher check is every PARENT_CHECK): 256 idle nodes share two cores with
+    the job that starts next. Its main thread blocks once per wake-up, so its voluntary
+    context switches count them."""
+    from nodes.agent import PARENT_CHECK
+
+    def sleeps(pid):
+        with open(f"/proc/{pid}/task/{pid}/status") as f:
+            return int(next(x for x in f if x.startswith("voluntary_ctxt_switches:")).split()[1])
+
+    cluster.up("--topology", "hypercube:2", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
+               "--heartbeat", "0.1")
+    w = wait_for(lambda: (w := warm_children(cluster)) and all(len(v) == 1 for v in w.values()) and w, 15,
+                 "every node to hold a warm child")
+    window = 3.0
+    assert window < PARENT_CHECK
+    before = {a: sleeps(a) for a in w}
+    t = time.monotonic()
+    time.sleep(window)  # a window of measurement, not a wait for a condition
+    beats = (time.monotonic() - t) / 0.1
+    for a, n in before.items():
+        woke = sleeps(a) - n
+        # one per heartbeat of the daemon (fewer when a wave is held back); a loop that
+        # looks at its timers on its own wakes 1.5 to 2 times per heartbeat
+        assert beats * 0.5 <= woke <= beats * 1.2 + 3, (a, woke, beats)
+    cluster.down()
+    assert not cluster.alive(), "mcemu down left processes running"

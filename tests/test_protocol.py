@@ -2,6 +2,7 @@
 ``Daemon.handle([identity, frame])`` with the replies read from its outbox."""
 from __future__ import annotations
 
+import math
 import time
 
 import msgpack
@@ -111,7 +112,8 @@ def _outcome(fn, msg):
 
 node_values = st.one_of(st.integers(-3, 2**21), st.sampled_from([0, 1, 2**20, 2**20 + 1, 2**31, 2**31 + 1]),
                         st.booleans(), st.none(), st.floats(-1, 1e13), st.text(max_size=4),
-                        st.lists(st.integers(-2, 2**21) | st.booleans(), max_size=5))
+                        st.lists(st.integers(-2, 2**21) | st.booleans(), max_size=5),
+                        st.sampled_from([math.nan, math.inf, -math.inf, "", "x" * 256, "x" * 8193, (1, 2), 1.5]))
 VALID = {  # one valid message of each type that has required fields beyond id
     "register": dict(node=3, pid=100, host="h"), "heartbeat": dict(node=1),
     "task_started": dict(node=1, job=2, attempt=1, rank=0, pid=9),
@@ -145,6 +147,34 @@ def test_the_fast_path_accepts_and_refuses_exactly_what_the_field_checks_do(t, a
     fast = _outcome(lambda m: P.validate(m, allowed), dict(msg))
     slow = _outcome(lambda m: P._validate(m, allowed), dict(msg))
     assert fast == slow
+
+
+keys = st.text(min_size=1, max_size=6).filter(lambda k: k not in ("v", "type"))
+values = st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=40) \
+    | st.lists(st.integers(0, 1 << 20), max_size=70)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(keys, values, max_size=20), st.lists(st.dictionaries(keys, values, max_size=18), max_size=4))
+def test_encode_each_gives_each_message_as_if_packed_alone(common, each):
+    """The common fields packed once, each message's own appended (map headers of 1, 3 bytes)."""
+    each = [{k: v for k, v in e.items() if k not in common} for e in each]
+    frames = P.encode_each("t", common, each)
+    assert len(frames) == len(each)
+    for f, e in zip(frames, each):
+        assert msgpack.unpackb(f) == msgpack.unpackb(P.encode_unchecked("t", **common, **e))
+
+
+def test_encode_each_refuses_a_field_given_twice_and_makes_the_daemons_run_messages():
+    with pytest.raises(ValueError):
+        P.encode_each("run", {"job": 1}, [{"job": 2}])
+    with pytest.raises(ValueError):
+        P.encode_each("run", {"job": 1}, [{"type": "x"}])
+    nodes = list(range(64, 128))
+    common = dict(job=3, attempt=1, nodes=nodes, runtime_s=0.5, command=None, burn=False, name="job3")
+    frames = P.encode_each("run", common, [{"rank": r, "node": n} for r, n in enumerate(nodes)])
+    for r, (f, n) in enumerate(zip(frames, nodes)):
+        assert P.decode(f, allowed=P.TO_NODE_TYPES) == {"v": P.VERSION, "type": "run", **common, "rank": r, "node": n}
 
 
 def test_the_fast_path_decodes_what_the_daemon_and_the_nodes_send():
