@@ -256,11 +256,7 @@ def _packer() -> msgpack.Packer:
 
 def encode_unchecked(type_: str, **fields) -> bytes:
     """For hot paths whose fields are built by the daemon itself (replies, events)."""
-    try:
-        pk = _local.packer
-    except AttributeError:
-        pk = _packer()
-    return pk.pack({"v": VERSION, "type": type_, **fields})
+    return _packer().pack({"v": VERSION, "type": type_, **fields})
 
 
 def _map_header(n: int) -> bytes:

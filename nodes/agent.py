@@ -663,8 +663,6 @@ class Agent:
                         self.sock.close(linger=0)  # Paranoid Pirate: the daemon is gone
                         reconnect_at = now + self.backoff
                         self.backoff = min(self.backoff * 2, self.max_backoff)
-                    elif now - self.last_send >= own_hb:
-                        self._send_frame(hb_frame)
                 else:
                     self.reap_buffered()
                     if now >= reconnect_at:
