@@ -7,9 +7,12 @@ it prints a one-line message on stderr and returns 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import signal
 import sys
+import threading
 
 COMMAND_MODULES = ["emulator.cli_policies", "emulator.cli_sim", "emulator.cli_cluster",
                    "emulator.cli_monitor", "emulator.cli_reproduce"]
@@ -42,6 +45,33 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+@contextlib.contextmanager
+def exit_on_termination():
+    """SIGTERM and SIGHUP raise SystemExit while the block runs, so that the ``finally``
+    clauses stopping what a command started (a demo's cluster, a benchmark's) run: the
+    default action ends the process without them, and ``timeout mcemu demo`` or a closed
+    terminal left every node running. A second signal ends the process at once. Signals a
+    command handles itself (``mcemu up`` in the foreground), or that were ignored when the
+    process started, are left alone; so is a caller that is not the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {}
+
+    def on_signal(signum, frame):
+        signal.signal(signum, signal.SIG_DFL)
+        raise SystemExit(128 + signum)
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) is signal.SIG_DFL:
+            before[s] = signal.signal(s, on_signal)
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -49,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with exit_on_termination():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
     except (UsageError, ValueError, KeyError, OSError) as e:

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from emulator.cli import exit_on_termination  # noqa: E402
 from emulator.cli_cluster import start_cluster, stop_cluster  # noqa: E402
 from emulator.client import Client  # noqa: E402
 
@@ -137,4 +138,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with exit_on_termination():  # SIGTERM still stops the cluster it started
+        sys.exit(main())

@@ -320,6 +320,43 @@ def test_demo_headless_summarizes_and_leaves_no_process(demo_home):
 
 
 @pytest.mark.live
+def test_demo_stopped_by_sigterm_stops_its_cluster(demo_home):
+    """``timeout mcemu demo`` or a closed terminal: the demo's own cleanup still runs
+    (emulator.cli.exit_on_termination), where the default action left every node running."""
+    import signal
+
+    from emulator.home import read_pidfile
+
+    demo = subprocess.Popen([sys.executable, "-m", "emulator", "demo", "--no-monitor", "--seconds", "120"],
+                            env=_demo_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    procs = []
+
+    def cluster():
+        for h in demo_home.glob("demo-*"):
+            d, lch = read_pidfile(h / "daemon.pid"), read_pidfile(h / "launcher.pid")
+            if d is not None and lch is not None and len(kids := lch.children()) == 16:
+                return [d, lch, *kids]
+        return None
+    try:
+        procs = wait_for(cluster, 60, "the demo's cluster to be up")
+        demo.send_signal(signal.SIGTERM)
+        status = demo.wait(timeout=30)
+        alive = psutil.wait_procs(procs, timeout=5)[1]
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+        for p in procs:  # by pid: a failure leaves nothing running either
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+    assert status == 128 + signal.SIGTERM
+    assert not alive, f"the demo left its cluster running: {[p.pid for p in alive]}"
+
+
+@pytest.mark.live
 def test_demo_mesh_helm_prints_a_summary_table(demo_home):
     r = _demo("--topology", "mesh:8x8", "--allocator", "first-fit", "--scheduler", "helm",
               "--no-monitor", "--seconds", "4", timeout=90)
