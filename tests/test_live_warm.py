@@ -91,12 +91,11 @@ def test_nodes_run_at_sched_batch_and_their_tasks_at_normal(cluster):
     # the daemon's loop keeps the normal policy; its ZeroMQ threads (I/O, reaper) do not
     # preempt it once per message of a job's fan-out (emulator.daemon.Daemon.bind)
     daemon = cluster_processes(cluster.home)["daemon"]
-    by_name = {}
-    for t in daemon.threads():
-        comm = Path(f"/proc/{daemon.pid}/task/{t.id}/comm").read_text().strip()
-        by_name.setdefault("zmq" if comm.startswith("ZMQbg") else str(t.id), set()).add(os.sched_getscheduler(t.id))
-    assert by_name.pop(str(daemon.pid)) == {os.SCHED_OTHER}
-    assert by_name.pop("zmq") == {os.SCHED_BATCH}
+    policy = {t.id: os.sched_getscheduler(t.id) for t in daemon.threads()}
+    zmq_threads = [tid for tid in policy
+                   if Path(f"/proc/{daemon.pid}/task/{tid}/comm").read_text().startswith("ZMQbg")]
+    assert policy[daemon.pid] == os.SCHED_OTHER
+    assert zmq_threads and {policy[tid] for tid in zmq_threads} == {os.SCHED_BATCH}
     # a command task reports its own policy (field 41 of /proc/self/stat: 0 is SCHED_OTHER)
     jid = c.submit({"cube": 1}, runtime=1, command="cut -d' ' -f41 /proc/self/stat")
     job = wait_for(lambda: (j := c.queue(jobs=[jid])["jobs"][0])["state"] in ("completed", "failed") and j, 20,

@@ -325,7 +325,7 @@ def test_demo_stopped_by_sigterm_stops_its_cluster(demo_home):
     (emulator.cli.exit_on_termination), where the default action left every node running."""
     import signal
 
-    from emulator.home import read_pidfile
+    from emulator.cli_cluster import cluster_processes
 
     demo = subprocess.Popen([sys.executable, "-m", "emulator", "demo", "--no-monitor", "--seconds", "120"],
                             env=_demo_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -334,9 +334,9 @@ def test_demo_stopped_by_sigterm_stops_its_cluster(demo_home):
 
     def cluster():
         for h in demo_home.glob("demo-*"):
-            d, lch = read_pidfile(h / "daemon.pid"), read_pidfile(h / "launcher.pid")
-            if d is not None and lch is not None and len(kids := lch.children()) == 16:
-                return [d, lch, *kids]
+            ps = cluster_processes(h)
+            if ps["daemon"] is not None and ps["launcher"] is not None and len(ps["launcher"].children()) == 16:
+                return [ps["daemon"], ps["launcher"], *ps["tree"]]
         return None
     try:
         procs = wait_for(cluster, 60, "the demo's cluster to be up")
