@@ -67,7 +67,7 @@ from collections import deque
 
 import zmq
 
-from emulator import protocol as P
+from emulator.live import protocol as P
 
 PR_SET_PDEATHSIG = 1
 HEARTBEAT_IN = P.heartbeat_frame()  # an equal frame needs no decoding (five a second when idle)

@@ -23,8 +23,8 @@ import time
 import msgpack  # noqa: F401  (imported before forking on purpose)
 import zmq  # noqa: F401
 
-from emulator import home as homemod
-from emulator import protocol  # noqa: F401
+from emulator.live import home as homemod
+from emulator.live import protocol  # noqa: F401
 from nodes import agent
 
 

@@ -4,8 +4,8 @@
 Both simulators replay the same jobs in one run of this script:
 
 * mcemu: ``hypercube:7`` (128 nodes), allocator ``naive`` (the lowest free node ids, no
-  shape: a flat machine), discipline ``fcfs`` (blocking), ``emulator.swf.read_jobs`` +
-  ``emulator.sim.Simulation``;
+  shape: a flat machine), discipline ``fcfs`` (blocking), ``emulator.sim.swf.read_jobs`` +
+  ``emulator.sim.simulator.Simulation``;
 * AccaSim 1.1.3 (PyPI): ``Simulator`` with ``FirstInFirstOut(FirstFit())`` (FIFO by submit
   time; FirstFit without ``skip`` stops at the first job that does not fit: blocking FCFS) on
   a system of 128 nodes with one core each.
@@ -20,7 +20,7 @@ before it is imported.
 
 The same jobs (what each simulator is fed; nothing is copied into the repository):
 
-* the log is read once by ``emulator.swf.read_jobs`` (submit = field 2, processors = field 5,
+* the log is read once by ``emulator.sim.swf.read_jobs`` (submit = field 2, processors = field 5,
   or field 8 when 5 is unknown; run time = field 4), which mcemu replays directly;
 * AccaSim reads plain-text SWF only (``open()``, no gzip) and takes its processors from field
   8 (requested) before field 5 (allocated); so a plain SWF is written to a temporary
@@ -134,8 +134,8 @@ MCEMU_RUNNER = r'''
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
-from emulator import swf
-from emulator.sim import Simulation, build_discipline
+from emulator.sim import swf
+from emulator.sim.simulator import Simulation, build_discipline
 t_import = time.perf_counter() - t0
 trace, topology, zero, record = sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5] == "1"
 t0 = time.perf_counter()
@@ -273,7 +273,7 @@ def main(argv=None) -> int:
     if not args.trace.exists():
         raise SystemExit(f"trace not found: {args.trace} (expected ../shared/traces next to the repo)")
 
-    from emulator import swf
+    from emulator.sim import swf
 
     py, version, installed = ensure_accasim(args.venv, log)
     jobs = swf.read_jobs(args.trace, TOPOLOGY, min_runtime=ZERO_RUNTIME)

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emulator.cli import exit_on_termination  # noqa: E402
-from emulator.cli_cluster import start_cluster, stop_cluster  # noqa: E402
-from emulator.client import Client  # noqa: E402
+from emulator.cli.cluster import start_cluster, stop_cluster  # noqa: E402
+from emulator.live.client import Client  # noqa: E402
 
 
 def pct(xs, p):

@@ -53,8 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil  # noqa: E402
 
 from emulator.cli import exit_on_termination  # noqa: E402
-from emulator.cli_cluster import cluster_processes, start_cluster, stop_cluster  # noqa: E402
-from emulator.client import Client, Events  # noqa: E402
+from emulator.cli.cluster import cluster_processes, start_cluster, stop_cluster  # noqa: E402
+from emulator.live.client import Client, Events  # noqa: E402
 from nodes.agent import WARM_FIRST  # noqa: E402
 
 

@@ -52,8 +52,8 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emulator.sim import Simulation, build_discipline  # noqa: E402
-from emulator.workloads import make_workload  # noqa: E402
+from emulator.sim.simulator import Simulation, build_discipline  # noqa: E402
+from emulator.sim.workloads import make_workload  # noqa: E402
 from scheduler import disciplines  # noqa: E402
 
 TARGET = 150_000

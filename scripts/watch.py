@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from emulator.client import Events
+from emulator.live.client import Events
 
 
 def main(argv=None) -> int:

@@ -85,7 +85,7 @@ class LiveCluster:
     # -------------------------------------------------------------- processes
 
     def record(self, *procs) -> None:
-        from emulator.cli_cluster import cluster_processes
+        from emulator.cli.cluster import cluster_processes
 
         ps = cluster_processes(self.home)
         for p in [ps["daemon"], ps["launcher"], *ps["tree"], *procs]:
@@ -110,14 +110,14 @@ class LiveCluster:
         return out
 
     def daemon_pid(self) -> int | None:
-        from emulator import home as homemod
+        from emulator.live import home as homemod
 
         p = homemod.read_pidfile(self.home / "daemon.pid")
         return p.pid if p else None
 
     @property
     def client(self):
-        from emulator.client import Client
+        from emulator.live.client import Client
 
         if self._client is None:
             self._client = Client(home=self.home, timeout=5.0)

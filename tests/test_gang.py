@@ -9,7 +9,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from emulator.gang_sim import run_gang, simulate
+from emulator.sim.gang import run_gang, simulate
 from scheduler import gang
 from scheduler.gang.office import HEAD, GangError, OfficeError, RegistrationOffice, SlotSwitch
 from scheduler.jobs import Job, JobError

@@ -19,8 +19,8 @@ import pytest
 from conftest import ALLOCATOR, SCHEDULER, wait_for
 
 pytestmark = pytest.mark.live
-sim = pytest.importorskip("emulator.sim")
-workloads = pytest.importorskip("emulator.workloads")
+sim = pytest.importorskip("emulator.sim.simulator")
+workloads = pytest.importorskip("emulator.sim.workloads")
 
 UNIT = 0.02
 N_JOBS = 30

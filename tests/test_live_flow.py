@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 from conftest import ALLOCATOR, SCHEDULER, wait_for
-from emulator.cli_cluster import cluster_processes
+from emulator.cli.cluster import cluster_processes
 
 pytestmark = pytest.mark.live
 

@@ -2,7 +2,7 @@
 
 Real processes: a daemon driving a gang policy and one agent per node; tasks are suspended
 and resumed with SIGSTOP/SIGCONT, which the OS must confirm (psutil status ``stopped``).
-Turnarounds are compared with emulator.gang_sim run on the same jobs (same submit times).
+Turnarounds are compared with emulator.sim.gang run on the same jobs (same submit times).
 
 Tolerance of that comparison (in time units; U = the time unit in seconds): the live
 schedule can only be later than the simulated one, never earlier, because a task's run time
@@ -26,9 +26,9 @@ import psutil
 import pytest
 
 from conftest import wait_for
-from emulator import protocol as P
-from emulator.daemon import Daemon
-from emulator.gang_sim import run_gang
+from emulator.live import protocol as P
+from emulator.live.daemon import Daemon
+from emulator.sim.gang import run_gang
 from scheduler.jobs import Job
 from scheduler.topology import Request
 

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from conftest import ALLOCATOR, SCHEDULER, wait_for
-from emulator.cli_cluster import cluster_processes
+from emulator.cli.cluster import cluster_processes
 
 pytestmark = pytest.mark.live
 
@@ -89,7 +89,7 @@ def test_nodes_run_at_sched_batch_and_their_tasks_at_normal(cluster):
         assert policies(agent) == {os.SCHED_BATCH}  # the main thread and ZeroMQ's I/O thread
         assert os.sched_getscheduler(warm.pid) == (os.SCHED_IDLE if may_leave_idle() else os.SCHED_BATCH)
     # the daemon's loop keeps the normal policy; its ZeroMQ threads (I/O, reaper) do not
-    # preempt it once per message of a job's fan-out (emulator.daemon.Daemon.bind)
+    # preempt it once per message of a job's fan-out (emulator.live.daemon.Daemon.bind)
     daemon = cluster_processes(cluster.home)["daemon"]
     policy = {t.id: os.sched_getscheduler(t.id) for t in daemon.threads()}
     zmq_threads = [tid for tid in policy

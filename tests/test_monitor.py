@@ -13,8 +13,8 @@ import psutil
 import pytest
 from rich.console import Console
 
-from emulator import protocol as P
-from emulator.daemon import _jsonable
+from emulator.live import protocol as P
+from emulator.live.daemon import _jsonable
 from emulator.monitor import view as V
 from emulator.monitor.app import decode_event
 from emulator.monitor.model import MonitorState, gray, grid_layout
@@ -325,7 +325,7 @@ def test_demo_stopped_by_sigterm_stops_its_cluster(demo_home):
     (emulator.cli.exit_on_termination), where the default action left every node running."""
     import signal
 
-    from emulator.cli_cluster import cluster_processes
+    from emulator.cli.cluster import cluster_processes
 
     demo = subprocess.Popen([sys.executable, "-m", "emulator", "demo", "--no-monitor", "--seconds", "120"],
                             env=_demo_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -9,8 +9,8 @@ import msgpack
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from emulator import protocol as P
-from emulator.daemon import Daemon
+from emulator.live import protocol as P
+from emulator.live.daemon import Daemon
 
 
 # ---------------------------------------------------------------------- protocol
@@ -244,7 +244,7 @@ def test_heartbeat_waves_wait_while_a_job_starts(tmp_path):
     """Between a job's ``run`` messages and its last ``task_started``, the loop holds its
     heartbeat waves and snapshots back (START_QUIET at most); a start that never completes
     stops holding them when the window ends."""
-    from emulator.daemon import START_QUIET
+    from emulator.live.daemon import START_QUIET
 
     s = Stub(tmp_path)
     s.register_all()

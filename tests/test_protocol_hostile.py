@@ -11,8 +11,8 @@ import pytest
 import zmq
 
 from conftest import ALLOCATOR, SCHEDULER, wait_for
-from emulator import home as homemod
-from emulator import protocol as P
+from emulator.live import home as homemod
+from emulator.live import protocol as P
 
 pytestmark = pytest.mark.live
 

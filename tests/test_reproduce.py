@@ -12,7 +12,7 @@ import pytest
 
 from emulator import experiments
 from emulator.cli import main
-from emulator.reproduce import (CSV_TAIL, Check, Experiment, Panel, mean_ci, precise_enough, rep_seed,
+from emulator.experiments.runner import (CSV_TAIL, Check, Experiment, Panel, mean_ci, precise_enough, rep_seed,
                                 run_experiment, t975)
 
 # ------------------------------------------------------------------ statistics

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from emulator.sim import Simulation, SimulationError, build_discipline, ls_ratio, simulate
+from emulator.sim.simulator import Simulation, SimulationError, build_discipline, ls_ratio, simulate
 from scheduler.jobs import Job
 from scheduler.topology import Request
 

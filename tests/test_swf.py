@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from emulator.swf import SwfError, SwfRecord, read_jobs, read_swf, write_swf
-from emulator.workloads import generate
+from emulator.sim.swf import SwfError, SwfRecord, read_jobs, read_swf, write_swf
+from emulator.sim.workloads import generate
 from scheduler.jobs import Job
 from scheduler.topology import Request, parse_topology
 
@@ -218,8 +218,8 @@ def test_failed_write_leaves_the_old_file(tmp_path):
 
 
 def test_write_schedule_of_a_real_simulation(tmp_path):
-    from emulator.sim import simulate
-    from emulator.swf import write_schedule
+    from emulator.sim.simulator import simulate
+    from emulator.sim.swf import write_schedule
 
     jobs = list(generate("hypercube:5", 0.9, "uniform", "exponential", seed=2, jobs=400))
     res = simulate("hypercube:5", "naive", "fcfs", jobs, keep_records=True)

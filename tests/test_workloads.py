@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emulator.workloads import (
+from emulator.sim.workloads import (
     SERVICE_DISTRIBUTIONS, SIZE_DISTRIBUTIONS, Workload, WorkloadError, arrival_rate, fixed_jobs,
     generate, make_workload, normal_probabilities, size_names,
 )

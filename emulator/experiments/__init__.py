@@ -2,7 +2,7 @@
 
     from emulator import experiments
     experiments.names()            # every experiment
-    experiments.get("lazy-fig3")   # an emulator.reproduce.Experiment
+    experiments.get("lazy-fig3")   # an emulator.experiments.runner.Experiment
 
 A user's own experiment registers with ``experiments.register(Experiment(...))``.
 """
@@ -18,7 +18,7 @@ _loaded = False
 
 
 def register(exp):
-    """Register an :class:`emulator.reproduce.Experiment` under its name; returns it."""
+    """Register an :class:`emulator.experiments.runner.Experiment` under its name; returns it."""
     REGISTRY.register(exp.name, exp, doc=f"{exp.paper}, {exp.figure}: {exp.title}")
     return exp
 

@@ -10,8 +10,8 @@ import functools
 import math
 from pathlib import Path
 
-from emulator.sim import Simulation, build_discipline
-from emulator.workloads import Workload, fixed_jobs
+from emulator.sim.simulator import Simulation, build_discipline
+from emulator.sim.workloads import Workload, fixed_jobs
 
 BASIC = ("mean_queueing_delay", "utilization", "throughput", "power", "mean_turnaround",
          "external_fragmentation", "ls_ratio", "measured_load", "waiting_at_end", "completed")
@@ -77,7 +77,7 @@ def joblist_point(params: dict, seed: int) -> dict:
 
 @functools.lru_cache(maxsize=4)
 def _trace(path: str, topology: str, time_unit: float):
-    from emulator import swf
+    from emulator.sim import swf
 
     return swf.read_jobs(path, topology, time_unit=time_unit)
 

@@ -1,7 +1,7 @@
 """Gang scheduling (Zhou, Brent and Qu 1997, "multilevel two-queue coscheduling"): equation (3)
 of section 3, and the policies of sections 3-6 compared on a hyperexponential workload.
 
-Both run the gang simulator of :mod:`emulator.gang_sim` (its work, context-switch and
+Both run the gang simulator of :mod:`emulator.sim.gang` (its work, context-switch and
 cache-reload model is documented there).
 
 * ``gang-eq3``: the perfectly balanced closed system of section 3 (M = L N jobs always
@@ -22,7 +22,7 @@ import random
 import statistics
 
 from emulator.experiments import register
-from emulator.reproduce import Check, Experiment, Panel, fmt
+from emulator.experiments.runner import Check, Experiment, Panel, fmt
 
 PAPER = "Multilevel two-queue coscheduling (Zhou, Brent, Qu 1997)"
 EXACT = 1e-9
@@ -39,7 +39,7 @@ EQ3_CURVE_M = 12  # the per-job panels
 def eq3_point(params: dict, seed: int) -> dict:
     """One closed two-queue run (section 3). The service list depends on M, K and the seed
     only, so every N of one M sees the same jobs (the N1-vs-N2 comparison of section 3)."""
-    from emulator.gang_sim import run_gang
+    from emulator.sim.gang import run_gang
     from scheduler.jobs import Job
     from scheduler.topology import Request
 
@@ -231,8 +231,8 @@ def compare_point(params: dict, seed: int) -> dict:
     """One gang run on a Poisson stream with hyperexponential run times (all jobs submitted
     before ``until``). At overload the run stops at ``until`` and the completed jobs are
     measured; otherwise every job is run to completion."""
-    from emulator.gang_sim import run_gang
-    from emulator.workloads import make_workload
+    from emulator.sim.gang import run_gang
+    from emulator.sim.workloads import make_workload
 
     lo, hi = params["dims"]
     wl = make_workload(params["topology"], params["load"], "uniform", "hyperexp",

@@ -15,7 +15,7 @@ import math
 
 from emulator.experiments import register
 from emulator.experiments._points import joblist_point, sim_point
-from emulator.reproduce import Check, Experiment, Panel, fmt
+from emulator.experiments.runner import Check, Experiment, Panel, fmt
 
 PAPER = "Lazy scheduling journal paper (Mohapatra, Yu, Das)"
 NAMES = {"static": "Static", "fcfs": "FCFS", "scan-up": "Scan", "lazy": "Lazy"}

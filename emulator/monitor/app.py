@@ -20,8 +20,8 @@ import time
 import msgpack
 import zmq
 
-from emulator import home as homemod
-from emulator import protocol as P
+from emulator.live import home as homemod
+from emulator.live import protocol as P
 from emulator.monitor.model import MonitorState
 from emulator.monitor import view as V
 
@@ -56,7 +56,7 @@ class Feed:
     the events, and the MonitorState they feed."""
 
     def __init__(self, home=None, endpoint: str | None = None, events: str | None = None, timeout: float = 5.0):
-        from emulator.client import Client
+        from emulator.live.client import Client
 
         home = homemod.home_dir() if home is None and endpoint is None else home
         self.client = Client(endpoint, timeout=timeout, home=home)
@@ -107,7 +107,7 @@ class Feed:
         return n
 
     def fetch_missing(self, min_interval: float = 0.2) -> None:
-        from emulator.client import ClientError
+        from emulator.live.client import ClientError
 
         now = time.monotonic()
         if now - self.last_fetch < min_interval:

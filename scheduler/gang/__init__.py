@@ -9,7 +9,7 @@ allocator, and moves the servant pointer P from slot to slot.
     from scheduler import gang
     g = gang.create("multilevel", "hypercube:4", allocator="buddy", mpl=4)
 
-Driver interface (the simulator emulator.gang_sim and the live daemon drive it the same way;
+Driver interface (the simulator emulator.sim.gang and the live daemon drive it the same way;
 time is always an argument, decisions are return values):
 
     arrive(job, now)    -> [Start]            check in (placed in a row) or queue for memory;

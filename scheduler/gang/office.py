@@ -28,7 +28,7 @@ is sequential when ``local_sequential`` is true (the default). It is not registe
 office and takes no row: it joins the conventional queue of the node with the fewest
 sequential jobs (lowest id on ties) and runs there continuously, sharing the processor with
 whatever parallel task the office dispatches on that node. How the processor is shared is the
-driver's business (emulator.gang_sim: processor sharing; live: the OS scheduler).
+driver's business (emulator.sim.gang: processor sharing; live: the OS scheduler).
 """
 from __future__ import annotations
 

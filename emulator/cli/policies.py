@@ -10,8 +10,8 @@ KINDS = [
     ("disciplines", "scheduler.disciplines"),
     ("reductions", "scheduler.reduction"),
     ("gang", "scheduler.gang"),
-    ("size distributions", "emulator.workloads"),
-    ("service distributions", "emulator.workloads"),
+    ("size distributions", "emulator.sim.workloads"),
+    ("service distributions", "emulator.sim.workloads"),
 ]
 
 

@@ -1,6 +1,6 @@
 """A small client of the daemon (the CLI is built on it).
 
-    from emulator.client import Client
+    from emulator.live.client import Client
     with Client() as c:                    # MCEMU_HOME's ipc socket, or Client("tcp://...")
         jid = c.submit({"cube": 2}, runtime=5)
         c.queue(); c.nodes(); c.status(); c.cancel(jid)
@@ -16,8 +16,8 @@ import time
 
 import zmq
 
-from emulator import home as homemod
-from emulator import protocol as P
+from emulator.live import home as homemod
+from emulator.live import protocol as P
 
 
 class ClientError(Exception):

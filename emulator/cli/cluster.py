@@ -1,7 +1,7 @@
 """``mcemu up / down / nodes / submit / queue / cancel / workload / node``: the live cluster.
 
 ``up`` starts two processes, each in its own session and recorded by pidfile in MCEMU_HOME:
-the daemon (``python -m emulator.daemon``) and the launcher (``python -m nodes.launcher``),
+the daemon (``python -m emulator.live.daemon``) and the launcher (``python -m nodes.launcher``),
 which forks the node agents. It returns (``--detach``) once every local node has registered,
 or stays in the foreground until Ctrl-C and then stops the cluster. Run against a home whose
 daemon died (SIGKILL) while its launcher lives, ``up`` starts only a new daemon: it replays
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from emulator import home as homemod
+from emulator.live import home as homemod
 from emulator.cli import UsageError, print_json
 
 
@@ -80,8 +80,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
                   grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
                   rt_priority=None, node_sched=None) -> dict:
     """Start (or complete) the cluster in ``home``; returns once it is ready."""
-    from emulator.client import Client, ClientTimeout
-    from emulator.journal import Journal
+    from emulator.live.client import Client, ClientTimeout
+    from emulator.live.journal import Journal
     from scheduler.topology import parse_topology
 
     procs = cluster_processes(home)
@@ -97,7 +97,7 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     hb = heartbeat or meta.get("heartbeat") or 0.2
     lv = liveness or meta.get("liveness") or 3
     py = sys.executable
-    argv = [py, "-m", "emulator.daemon", "--home", str(home)]
+    argv = [py, "-m", "emulator.live.daemon", "--home", str(home)]
     for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
                     ("--reduction", reduction), ("--time-unit", time_unit), ("--heartbeat", heartbeat),
                     ("--liveness", liveness), ("--max-requeue", max_requeue), ("--listen", listen),
@@ -142,7 +142,7 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
 
 def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
     """Stop everything the cluster in ``home`` started, by pid; returns what was stopped."""
-    from emulator.client import Client, ClientError
+    from emulator.live.client import Client, ClientError
 
     procs = cluster_processes(home)
     everyone = [p for p in [procs["daemon"], procs["launcher"], *procs["tree"]] if p is not None]
@@ -179,7 +179,7 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
 
 
 def _client(args):
-    from emulator.client import Client
+    from emulator.live.client import Client
 
     return Client(getattr(args, "connect", None) or None, timeout=args.timeout)
 
@@ -302,7 +302,7 @@ def _parse_request(args) -> dict:
 
 
 def cmd_submit(args) -> int:
-    from emulator.client import DaemonError
+    from emulator.live.client import DaemonError
 
     if args.runtime <= 0:
         raise UsageError(f"--runtime must be > 0, got {args.runtime}")
@@ -346,7 +346,7 @@ def cmd_queue(args) -> int:
 
 
 def cmd_cancel(args) -> int:
-    from emulator.client import DaemonError
+    from emulator.live.client import DaemonError
 
     with _client(args) as c:
         try:
@@ -361,9 +361,9 @@ def cmd_cancel(args) -> int:
 
 
 def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0, service_mean=None):
-    """The synthetic workload to stream, from emulator.workloads (the simulator's generators):
+    """The synthetic workload to stream, from emulator.sim.workloads (the simulator's generators):
     a list of {"at": model time, "request", "runtime", "name"}."""
-    from emulator import workloads
+    from emulator.sim import workloads
 
     kw = {} if service_mean is None else {"service_mean": service_mean}
     jobs = workloads.generate(topology, load, size_dist or "uniform", service or "uniform", seed=seed,

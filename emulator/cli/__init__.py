@@ -14,8 +14,8 @@ import signal
 import sys
 import threading
 
-COMMAND_MODULES = ["emulator.cli_policies", "emulator.cli_sim", "emulator.cli_cluster",
-                   "emulator.cli_monitor", "emulator.cli_reproduce"]
+COMMAND_MODULES = ["emulator.cli.policies", "emulator.cli.simulate", "emulator.cli.cluster",
+                   "emulator.cli.monitor", "emulator.cli.reproduce"]
 
 
 class UsageError(Exception):

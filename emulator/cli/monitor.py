@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from emulator import home as homemod
+from emulator.live import home as homemod
 from emulator.cli import UsageError, print_json
 
 DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "seconds": 60.0,
@@ -27,7 +27,7 @@ DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "
 
 
 def cmd_monitor(args) -> int:
-    from emulator.client import ClientError
+    from emulator.live.client import ClientError
     from emulator.monitor import app
 
     try:
@@ -48,7 +48,7 @@ def cmd_monitor(args) -> int:
 def _record(seen: dict, home: Path) -> None:
     import psutil
 
-    from emulator.cli_cluster import cluster_processes
+    from emulator.cli.cluster import cluster_processes
 
     ps = cluster_processes(home)
     for p in [ps["daemon"], ps["launcher"], *ps["tree"]]:
@@ -76,9 +76,9 @@ def _alive(seen: dict) -> list:
 
 def demo_jobs(topology: str, load: float, seconds: float, time_unit: float, n_jobs: int | None,
               service_mean: float, seed: int, size_dist: str | None = None) -> list[dict]:
-    """The demo's workload (emulator.workloads): Poisson arrivals at ``load``; ``n_jobs`` of
+    """The demo's workload (emulator.sim.workloads): Poisson arrivals at ``load``; ``n_jobs`` of
     them, or those arriving within ``seconds``. A mesh gets rectangles of any shape."""
-    from emulator import workloads
+    from emulator.sim import workloads
     from scheduler.topology import parse_topology
 
     topo = parse_topology(topology)
@@ -101,7 +101,7 @@ class Streamer(threading.Thread):
         self.error: Exception | None = None
 
     def run(self):
-        from emulator.client import Client, DaemonError
+        from emulator.live.client import Client, DaemonError
 
         try:
             with Client(home=self.home, timeout=5.0) as c:
@@ -144,8 +144,8 @@ def cmd_demo(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from emulator.cli_cluster import start_cluster, stop_cluster
-    from emulator.client import Client, ClientError
+    from emulator.cli.cluster import start_cluster, stop_cluster
+    from emulator.live.client import Client, ClientError
     from emulator.monitor import app
 
     cfg = {"topology": args.topology or DEMO_DEFAULTS["topology"],

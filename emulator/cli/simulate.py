@@ -35,10 +35,10 @@ def parse_params(items: list[str] | None) -> dict:
 
 
 def _jobs(args, topo):
-    from emulator import workloads
+    from emulator.sim import workloads
 
     if args.trace:
-        from emulator import swf
+        from emulator.sim import swf
 
         jobs = swf.read_jobs(args.trace, topo, time_unit=args.time_unit)
         return jobs, {"trace": str(args.trace), "jobs": len(jobs)}
@@ -57,7 +57,7 @@ def _jobs(args, topo):
 
 def run(args) -> int:
     from scheduler.topology import parse_topology
-    from emulator.sim import Simulation, build_discipline
+    from emulator.sim.simulator import Simulation, build_discipline
 
     topo = parse_topology(args.topology)
     if args.time is None and args.jobs is None and not args.trace:
@@ -100,7 +100,7 @@ def run(args) -> int:
         "metrics": m,
     }
     if args.write_swf:
-        from emulator import swf
+        from emulator.sim import swf
 
         swf.write_schedule(args.write_swf, res.records, topology=topo,
                            time_unit=args.time_unit if args.trace else 1.0,
@@ -116,7 +116,8 @@ def run(args) -> int:
 def run_gang(args, topo, params) -> int:
     """Time-shared run (multilevel two-queue paper): a finite job list through the gang
     simulator; ``--param`` goes to the gang policy (e.g. ``mpl=4``, ``N=6``)."""
-    from emulator import gang_sim, workloads
+    from emulator.sim import gang as gang_sim
+    from emulator.sim import workloads
 
     # what a gang run does not use is refused, not silently dropped (the daemon refuses
     # --gang with --reduction the same way)
@@ -126,7 +127,7 @@ def run_gang(args, topo, params) -> int:
         if value is not None:
             raise UsageError(f"{flag} does not apply to a gang run (--gang {args.gang})")
     if args.trace:
-        from emulator import swf
+        from emulator.sim import swf
 
         jobs = list(swf.read_jobs(args.trace, topo, time_unit=args.time_unit))
         info = {"trace": str(args.trace), "jobs": len(jobs)}

@@ -8,7 +8,7 @@ wrong type or outside its range. The daemon answers a refused request with an ``
 message naming the code and the reason (or drops it when no reply is possible), and carries
 on.
 
-Sockets (see emulator.daemon): the daemon's ROUTER serves nodes and clients, both DEALERs; a
+Sockets (see emulator.live.daemon): the daemon's ROUTER serves nodes and clients, both DEALERs; a
 frame sequence on the ROUTER is ``[routing id, frame]`` and anything with more or fewer
 frames is refused. The PUB socket sends ``[topic, frame]`` with topic ``job``, ``node`` or
 ``snapshot``.

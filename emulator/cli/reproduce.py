@@ -26,7 +26,7 @@ def _list(args) -> int:
 
 def run(args) -> int:
     from emulator import experiments
-    from emulator.reproduce import _jsonable, run_experiment
+    from emulator.experiments.runner import _jsonable, run_experiment
 
     if args.list:
         return _list(args)

@@ -52,7 +52,7 @@ Decisions of this implementation (documented in the issue's terms):
   another pid than before is a new incarnation: its tasks are lost (same as a fault).
 * Nodes start ``down`` and come up when they register, so a job never waits for a node
   that does not exist yet.
-* Recovery: the journal's policy inputs are replayed (see emulator.journal) to rebuild the
+* Recovery: the journal's policy inputs are replayed (see emulator.live.journal) to rebuild the
   allocator and discipline; nodes that were up get ``grace`` seconds to register again and
   report their tasks (alive ones are re-adopted, finished ones are counted once); a task a
   node does not report is re-sent to the same node incarnation (the agent ignores a task it
@@ -73,9 +73,9 @@ from pathlib import Path
 
 import zmq
 
-from emulator import home as homemod
-from emulator import protocol as P
-from emulator.journal import Journal
+from emulator.live import home as homemod
+from emulator.live import protocol as P
+from emulator.live.journal import Journal
 from scheduler import allocators, disciplines, quarantine
 from scheduler import gang as gangmod
 from scheduler.gang.office import Finish, SlotSwitch
