@@ -1,9 +1,8 @@
 """Jobs and the decisions policies return.
 
 A :class:`Job` is what a user submits: an id, a submit time, a request and a run time in the
-papers' time units (the residence time at the requested size). A discipline answers every
-call with a list of :class:`Start` decisions; the simulator turns each into a departure
-event, the live daemon into messages to the nodes.
+papers' time units (the residence time at the requested size). What policies answer with
+(Start, Finish, SlotSwitch) is in :mod:`scheduler.decisions`.
 """
 from __future__ import annotations
 
@@ -50,24 +49,4 @@ def execution_time(runtime: float, asked: int, given: int) -> float:
     return runtime * asked / given if given != asked else runtime
 
 
-@dataclass(frozen=True, slots=True)
-class Start:
-    """Start ``job`` on ``allocation`` at ``time``; it runs for ``runtime`` time units."""
-
-    job: Job
-    allocation: object  # scheduler.allocators.base.Allocation
-    time: float
-
-    @property
-    def runtime(self) -> float:
-        a = self.allocation
-        if not a.folds:
-            return self.job.runtime
-        return execution_time(self.job.runtime, a.asked.processors_needed, a.request.processors_needed)
-
-    @property
-    def wait(self) -> float:
-        return self.time - self.job.submit
-
-
-__all__ = ["Job", "JobError", "Start", "check_time", "execution_time"]
+__all__ = ["Job", "JobError", "check_time", "execution_time"]

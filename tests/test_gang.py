@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from emulator.sim.gang import run_gang, simulate
 from scheduler import gang
-from scheduler.gang.office import HEAD, GangError, OfficeError, RegistrationOffice, SlotSwitch
+from scheduler.decisions import SlotSwitch
+from scheduler.gang.office import HEAD, GangError, OfficeError, RegistrationOffice
 from scheduler.jobs import Job, JobError
 from scheduler.registry import UnknownPolicy
 from scheduler.topology import Request, RequestError

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scheduler import allocators, reduction
 from scheduler.allocators import AllocationError
-from scheduler.jobs import Job, Start
+from scheduler.decisions import Start
+from scheduler.jobs import Job
 from scheduler.reduction import ReductionError, fold
 from scheduler.topology import Request, RequestTooLarge, Subcube, parse_topology
 

@@ -78,7 +78,7 @@ from emulator.live import protocol as P
 from emulator.live.journal import Journal
 from scheduler import allocators, disciplines, quarantine
 from scheduler import gang as gangmod
-from scheduler.gang.office import Finish, SlotSwitch
+from scheduler.decisions import Finish, SlotSwitch
 from scheduler.jobs import Job, JobError
 from scheduler.topology import Request, RequestError, TopologyError, parse_topology
 

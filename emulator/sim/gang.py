@@ -46,7 +46,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from scheduler import gang
-from scheduler.gang.office import Finish, GangError, SlotSwitch, Start
+from scheduler.decisions import Finish, SlotSwitch, Start
+from scheduler.gang.office import GangError
 from scheduler.jobs import Job
 
 

@@ -40,7 +40,8 @@ from typing import Callable, Iterable, Iterator
 
 from scheduler import allocators, disciplines
 from scheduler.disciplines.base import Discipline
-from scheduler.jobs import Job, Start
+from scheduler.decisions import Start
+from scheduler.jobs import Job
 from scheduler.topology import RequestError, parse_topology
 
 DEPART, TIMER, ARRIVE = 0, 1, 2

@@ -7,7 +7,8 @@ by size reduction) and is driven by three calls, each with the current time as a
     depart(job_id, now) -> [Start, ...]   a running job finished; its allocation is released
     tick(now)           -> [Start, ...]   a timer the discipline asked for (next_wakeup())
 
-plus ``cancel(job_id, now)``. Each returns the jobs to start now. Times must not go
+plus ``cancel(job_id, now)`` and ``retry(now)`` (nodes came back): the policy interface of
+:mod:`scheduler.decisions`, which the gang policies implement too. Each returns the jobs to start now. Times must not go
 backwards; a job that can never fit is refused at arrival with a RequestError and changes
 nothing. The same object runs under the simulator (virtual time) and the daemon (wall clock
 divided by the time unit), so nothing here may assume which.
@@ -19,7 +20,8 @@ to act on the freed allocation before the general pass (lazy hands it to the hea
 """
 from __future__ import annotations
 
-from scheduler.jobs import Job, JobError, Start, check_time
+from scheduler.decisions import Start
+from scheduler.jobs import Job, JobError, check_time
 
 _INF = float("inf")
 
@@ -84,6 +86,11 @@ class Discipline:
     def tick(self, now: float) -> list[Start]:
         self._advance(now)
         return self._schedule(now)
+
+    def retry(self, now: float) -> list[Start]:
+        """Nodes came back into service (scheduler.quarantine): a scheduling pass, as at a
+        timer."""
+        return self.tick(now)
 
     def next_wakeup(self) -> float | None:
         """The earliest time the discipline wants ``tick`` called, if any (a waiting-time

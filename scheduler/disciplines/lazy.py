@@ -80,7 +80,8 @@ from collections import deque
 
 from scheduler.disciplines import register
 from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
-from scheduler.jobs import JobError, Start
+from scheduler.decisions import Start
+from scheduler.jobs import JobError
 
 
 def _parse_threshold(value):

@@ -16,6 +16,7 @@ time is always an argument, decisions are return values):
                                               a one-node job goes to a node's local queue
     depart(job_id, now) -> [Finish, Start..]  check out; frees nodes, may place waiting jobs
     cancel(job_id, now) -> [Finish, ...]
+    retry(now)          -> [Start, ...]       nodes came back into service: place again
     tick(now)           -> [SlotSwitch]       the slot timer: P moves, jobs are dispatched
     next_wakeup()       -> time | None        call tick(now) when now >= this
     snapshot()          -> dict (JSON-able): rows, office order, P, each job's level, f,
@@ -35,8 +36,8 @@ import importlib
 import pkgutil
 
 from scheduler.registry import Registry, UnknownPolicy
-from scheduler.gang.office import (Finish, GangError, GangJob, OfficeError, OfficeManager,
-                                   RegistrationOffice, SlotSwitch, Start)
+from scheduler.decisions import Finish, SlotSwitch, Start
+from scheduler.gang.office import GangError, GangJob, OfficeError, OfficeManager, RegistrationOffice
 
 REGISTRY = Registry("gang policy")
 
@@ -56,7 +57,7 @@ def names() -> list[str]:
 
 def _load_all() -> None:
     for mod in pkgutil.iter_modules(__path__):
-        if mod.name != "office" and not mod.name.startswith("_"):
+        if mod.name not in ("office", "registration") and not mod.name.startswith("_"):
             importlib.import_module(f"{__name__}.{mod.name}")
 
 

@@ -8,7 +8,7 @@ A *servant* holds a pointer P; the process P points to is dispatched, every othe
 process is kept in. An *office manager* owns a timer (when P moves: the end of the scheduling
 slot) and an algorithm (where P moves: the gang policy).
 
-:class:`RegistrationOffice` is that list, kept per node for real (``list_on(node)``) next to
+:class:`RegistrationOffice` (scheduler.gang.registration) is that list, kept per node for real (``list_on(node)``) next to
 the global order it is the restriction of. "The same place" is defined by the global order:
 a job inserted after job X lands, on each of its nodes, right after the nearest job at or
 before X (in the global order) that is registered on that node.
@@ -37,172 +37,15 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from scheduler import allocators
+from scheduler.decisions import Finish, SlotSwitch, Start
+from scheduler.gang.registration import HEAD, OfficeError, RegistrationOffice
+from scheduler.quarantine import Quarantine
 from scheduler.jobs import Job, JobError, check_time
 from scheduler.topology import parse_topology
 
 
 class GangError(ValueError):
     """Bad gang-policy parameters or a malformed call."""
-
-
-class OfficeError(ValueError):
-    """Checking in a job twice, checking out or pointing at an unregistered job."""
-
-
-HEAD = object()  # ``check_in(..., after=HEAD)`` inserts at the head of the list
-
-
-class RegistrationOffice:
-    """The per-node linked lists of registered parallel jobs and the servant pointer P."""
-
-    def __init__(self):
-        self._order: list = []
-        self._nodes: dict = {}  # job id -> tuple of node ids
-        self._lists: dict = {}  # node -> list of job ids, in global order
-        self.pointer = None
-
-    def check_in(self, job_id, nodes, after=None) -> None:
-        """Register ``job_id`` on ``nodes``: at the tail (``after=None``), at the head
-        (``after=HEAD``) or right after the registered job ``after``."""
-        if job_id in self._nodes:
-            raise OfficeError(f"job {job_id} is already registered")
-        nodes = tuple(nodes)
-        if not nodes:
-            raise OfficeError(f"job {job_id} has no nodes to register on")
-        if after is None:
-            idx = len(self._order)
-        elif after is HEAD:
-            idx = 0
-        elif after in self._nodes:
-            idx = self._order.index(after) + 1
-        else:
-            raise OfficeError(f"cannot insert after job {after}: it is not registered")
-        self._order.insert(idx, job_id)
-        self._nodes[job_id] = nodes
-        rank = {j: i for i, j in enumerate(self._order)}
-        mine = rank[job_id]
-        for n in nodes:
-            lst = self._lists.setdefault(n, [])
-            # the nearest predecessor present on this node: count the ones that rank before us
-            pos = 0
-            while pos < len(lst) and rank[lst[pos]] < mine:
-                pos += 1
-            lst.insert(pos, job_id)
-
-    def check_out(self, job_id) -> int:
-        """Remove ``job_id`` from every node's list; returns the global index it had."""
-        nodes = self._nodes.pop(job_id, None)
-        if nodes is None:
-            raise OfficeError(f"job {job_id} is not registered")
-        idx = self._order.index(job_id)
-        del self._order[idx]
-        for n in nodes:
-            lst = self._lists[n]
-            lst.remove(job_id)
-            if not lst:
-                del self._lists[n]
-        if self.pointer == job_id:
-            self.pointer = None
-        return idx
-
-    def move(self, job_id, after=None) -> None:
-        """Re-insert a registered job elsewhere, on all its nodes at once; P is kept."""
-        if after is not None and after is not HEAD and after not in self._nodes:
-            raise OfficeError(f"cannot move after job {after}: it is not registered")
-        if after == job_id:
-            raise OfficeError("cannot move a job after itself")
-        p = self.pointer
-        nodes = self._nodes.get(job_id)
-        if nodes is None:
-            raise OfficeError(f"job {job_id} is not registered")
-        self.check_out(job_id)
-        self.check_in(job_id, nodes, after)
-        self.pointer = p
-
-    def arrange(self, order) -> None:
-        """Bring the list into ``order`` (a permutation of the registered jobs) by moves."""
-        order = list(order)
-        if sorted(map(repr, order)) != sorted(map(repr, self._order)) or len(set(order)) != len(order):
-            raise OfficeError("arrange needs a permutation of the registered jobs")
-        prev = HEAD
-        for i, j in enumerate(order):
-            if self._order[i] != j:
-                self.move(j, prev)
-            prev = j
-
-    def point(self, job_id) -> None:
-        if job_id is not None and job_id not in self._nodes:
-            raise OfficeError(f"P cannot point at job {job_id}: it is not registered")
-        self.pointer = job_id
-
-    # ------------------------------------------------------------------ views
-
-    @property
-    def order(self) -> tuple:
-        return tuple(self._order)
-
-    def list_on(self, node) -> tuple:
-        return tuple(self._lists.get(node, ()))
-
-    def nodes_of(self, job_id) -> tuple:
-        return self._nodes[job_id]
-
-    def index(self, job_id) -> int:
-        return self._order.index(job_id)
-
-    def nodes_with_lists(self) -> list:
-        return sorted(self._lists)
-
-    def __contains__(self, job_id) -> bool:
-        return job_id in self._nodes
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-
-# --------------------------------------------------------------------------- decisions
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    """``job`` checked in at ``time``: a parallel job placed in ``row`` on ``allocation``
-    (its processes are created suspended until a SlotSwitch dispatches them), or a
-    sequential job put on ``node``'s conventional queue (it runs at once)."""
-
-    job: Job
-    time: float
-    allocation: object = None
-    row: int | None = None
-    node: int | None = None
-
-    @property
-    def sequential(self) -> bool:
-        return self.node is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """``job_id`` checked out at ``time`` (its nodes are released)."""
-
-    job_id: object
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
-class SlotSwitch:
-    """From ``time`` until ``until`` (inf: until something changes) the jobs in ``running``
-    are dispatched and every other registered job in ``suspended`` is kept in. ``primary`` is
-    the job P points to (None: nothing runs), ``by_row`` the running jobs of each row,
-    ``level`` the primary's level (multilevel policies) and ``slot`` the slot's number."""
-
-    time: float
-    until: float
-    primary: object
-    running: frozenset
-    suspended: frozenset
-    by_row: tuple = ()
-    level: int | None = None
-    slot: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -260,7 +103,7 @@ class OfficeManager:
     fixed_mpl: int | None = None
 
     def __init__(self, topology, allocator: str = "naive", *, mpl: int | None = None, alternate: bool = False,
-                 local_sequential: bool = True, **params):
+                 local_sequential: bool = True, down: set | None = None, **params):
         if params:
             raise GangError(f"gang policy {self.name!r} takes no parameters {sorted(params)}")
         self.topology = parse_topology(topology)
@@ -270,7 +113,10 @@ class OfficeManager:
         if not isinstance(allocator, str):
             raise GangError(f"allocator must be a registered name, got {allocator!r}")
         self.allocator_name = allocator
-        self.rows = [allocators.create(allocator, self.topology)]
+        # nodes out of service, shared with the driver's stack (scheduler.stack): every row
+        # is quarantined with it and no sequential job is put on such a node
+        self.down: set | None = down
+        self.rows = [self._new_row()]
         self.row_jobs: list[list] = [[]]
         self.alternate = bool(alternate)
         self.local_sequential = bool(local_sequential)
@@ -279,6 +125,7 @@ class OfficeManager:
         self.jobs: dict = {}
         self.local: dict = {}  # job id -> (Job, node)
         self.local_count = [0] * self.topology.size
+        self.local_wait: deque = deque()  # sequential jobs that found every node down
         self.now = 0.0
         self.primary = None
         self.slot_start: float | None = None
@@ -298,17 +145,27 @@ class OfficeManager:
         self._advance(now)
         if not isinstance(job, Job):
             raise JobError(f"arrive needs a Job, got {job!r}")
-        if job.id in self.jobs or job.id in self.local or any(j.id == job.id for j in self.batch):
+        if (job.id in self.jobs or job.id in self.local or any(j.id == job.id for j in self.batch)
+                or any(j.id == job.id for j in self.local_wait)):
             raise JobError(f"job {job.id} is already known to the gang scheduler")
         self.rows[0].normalize(job.request)  # never fits: RequestError, nothing changed
         if self.local_sequential and job.request.processors_needed == 1:
-            counts = self.local_count
-            node = min(range(len(counts)), key=counts.__getitem__)
-            counts[node] += 1
-            self.local[job.id] = (job, node)
-            return [Start(job, now, node=node)]
+            if self.local_wait:  # FCFS among sequential jobs too
+                self.local_wait.append(job)
+                return self._place_local(now)
+            s = self._start_local(job, now)
+            if s is None:
+                self.local_wait.append(job)
+                return []
+            return [s]
         self.batch.append(job)
         return self._place(now)
+
+    def retry(self, now: float) -> list:
+        """Nodes came back into service: place the sequential jobs and the batch queue's head
+        that found none."""
+        self._advance(now)
+        return self._place_local(now) + self._place(now)
 
     def depart(self, job_id, now: float) -> list:
         self._advance(now)
@@ -341,10 +198,11 @@ class OfficeManager:
     def cancel(self, job_id, now: float) -> list:
         """Take a job out wherever it is: the batch queue, a row or a node's local queue."""
         self._advance(now)
-        for j in self.batch:
-            if j.id == job_id:
-                self.batch.remove(j)
-                return [Finish(job_id, now)] + self._place(now)
+        for queue in (self.batch, self.local_wait):
+            for j in queue:
+                if j.id == job_id:
+                    queue.remove(j)
+                    return [Finish(job_id, now)] + self._place(now)
         return self.depart(job_id, now)
 
     def tick(self, now: float) -> list:
@@ -393,8 +251,9 @@ class OfficeManager:
     # ------------------------------------------------------------------ views
 
     def waiting(self) -> list:
-        """Jobs not yet placed in a row (memory is full), in FCFS order."""
-        return list(self.batch)
+        """Jobs not yet placed in a row (memory is full), in FCFS order, then sequential jobs
+        that wait for a node in service."""
+        return list(self.batch) + list(self.local_wait)
 
     def level_of(self, job_id) -> int:
         return self.jobs[job_id].level
@@ -413,7 +272,7 @@ class OfficeManager:
             "slot": {"number": self.slot_no, "start": self.slot_start, "until": self.slot_end,
                      "primary": self.primary, "running": sorted(self.running, key=repr)},
             "jobs": [j(self.jobs[i]) for i in self.office.order],
-            "waiting": [job.id for job in self.batch],
+            "waiting": [job.id for job in self.waiting()],
             "local": [{"id": i, "node": n} for i, (_, n) in self.local.items()],
         }
         if snap["slot"]["until"] is not None and math.isinf(snap["slot"]["until"]):
@@ -429,6 +288,36 @@ class OfficeManager:
             raise JobError(f"time went backwards: {now} < {self.now}")
         self.now = now
 
+    def _new_row(self):
+        a = allocators.create(self.allocator_name, self.topology)
+        return a if self.down is None else Quarantine(a, self.down)
+
+    def _start_local(self, job: Job, now: float):
+        """Put a sequential job on the node with the fewest (lowest id on ties) that is in
+        service; None when every node is down."""
+        counts = self.local_count
+        down = self.down
+        if down:
+            up = [n for n in range(len(counts)) if n not in down]
+            if not up:
+                return None
+            node = min(up, key=counts.__getitem__)
+        else:
+            node = min(range(len(counts)), key=counts.__getitem__)
+        counts[node] += 1
+        self.local[job.id] = (job, node)
+        return Start(job, None, now, node=node)
+
+    def _place_local(self, now: float) -> list:
+        out = []
+        while self.local_wait:
+            s = self._start_local(self.local_wait[0], now)
+            if s is None:
+                break
+            self.local_wait.popleft()
+            out.append(s)
+        return out
+
     def _place(self, now: float) -> list:
         out = []
         while self.batch:
@@ -436,7 +325,7 @@ class OfficeManager:
             alloc, row = None, None
             for r in range(self.mpl):
                 if r == len(self.rows):
-                    self.rows.append(allocators.create(self.allocator_name, self.topology))
+                    self.rows.append(self._new_row())
                     self.row_jobs.append([])
                 alloc = self.rows[r].allocate(job.request)
                 if alloc is not None:
@@ -450,7 +339,7 @@ class OfficeManager:
             self.row_jobs[row].append(job.id)
             self.office.check_in(job.id, rec.nodes, self._checkin_after(rec))
             self._admit(rec, now)
-            out.append(Start(job, now, allocation=alloc, row=row))
+            out.append(Start(job, alloc, now, row=row))
             if self.primary is None:
                 self._wake = now
             elif self.alternate or row == self.jobs[self.primary].row:
@@ -518,5 +407,4 @@ class OfficeManager:
         return {}
 
 
-__all__ = ["Finish", "GangError", "GangJob", "HEAD", "OfficeError", "OfficeManager",
-           "RegistrationOffice", "SlotSwitch", "Start"]
+__all__ = ["GangError", "GangJob", "HEAD", "OfficeError", "OfficeManager", "RegistrationOffice"]

@@ -1,0 +1,189 @@
+"""The one stack builder: configuration strings in, a ready policy object out.
+
+Every driver (``mcemu simulate``, ``mcemu up``, the experiments, the gang simulator, the
+tests) builds its policies here, so a run configured with the same strings behaves the same
+everywhere:
+
+    allocator -> quarantine -> size reduction -> discipline
+    allocator -> quarantine (one per row)      -> gang policy (registration office)
+
+The quarantine (scheduler.quarantine) keeps nodes that are out of service out of every
+allocation; in a simulation no node is ever down and it changes nothing. This module is also
+the only ``--param KEY=VALUE`` parser and the only place the policies' defaults live.
+
+    from scheduler.stack import StackConfig, build
+    stack = build(StackConfig("hypercube:6", "buddy", "lazy", params={"threshold": 20}))
+    stack.policy.arrive(job, 0.0)      # -> [Start, ...]
+    stack.mark_down(5)                 # node 5 is out of service
+    stack.mark_up(5, now)              # -> decisions: it is back, waiting jobs are tried
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from scheduler import allocators, disciplines, gang, reduction
+from scheduler.quarantine import Quarantine
+from scheduler.topology import parse_topology
+
+# The defaults of every front end. The live cluster's discipline is lazy (DESIGN "Command
+# line": mcemu up); the simulator's is FCFS, the papers' baseline that every other
+# discipline is compared with.
+DEFAULT_TOPOLOGY = "hypercube:4"
+DEFAULT_ALLOCATOR = "buddy"
+DEFAULT_DISCIPLINE = {"live": "lazy", "simulate": "fcfs"}
+
+_TRUE = ("true", "yes", "on")
+_FALSE = ("false", "no", "off")
+_NONE = ("none", "null")
+
+
+class StackError(ValueError):
+    """A configuration that cannot be built: an unknown name, a bad parameter, a clash."""
+
+
+def parse_value(text: str):
+    """One ``--param`` value: true/false/yes/no/on/off, none/null, an integer, a float
+    (``inf``, ``1e3``), a JSON list or object (``[[1,1],[3,8]]``, ``inf`` allowed inside), or
+    else the text itself."""
+    v = text.strip()
+    low = v.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    if low in _NONE:
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        return float(v)
+    except ValueError:
+        pass
+    if v[:1] in "[{":
+        try:
+            return json.loads(v, parse_constant=_constant)
+        except ValueError:
+            try:  # inf / -inf inside a list: JSON spells them Infinity
+                return json.loads(_json_inf(v), parse_constant=_constant)
+            except ValueError:
+                raise StackError(f"--param value {text!r} is not a valid list or object") from None
+    return v
+
+
+def _constant(name: str) -> float:
+    return {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}[name]
+
+
+def _json_inf(v: str) -> str:
+    return re.sub(r"(?<![\w\"])(-?)inf(inity)?(?![\w\"])", lambda m: m.group(1) + "Infinity", v,
+                  flags=re.IGNORECASE)
+
+
+def parse_params(items) -> dict:
+    """``["KEY=VALUE", ...]`` (repeatable ``--param``) -> dict; ``-`` in a key reads as ``_``."""
+    out = {}
+    for item in items or ():
+        if not isinstance(item, str):
+            raise StackError(f"--param must be KEY=VALUE, got {item!r}")
+        k, eq, v = item.partition("=")
+        k = k.strip().replace("-", "_")
+        if not eq or not k.isidentifier():
+            raise StackError(f"--param must be KEY=VALUE, got {item!r}")
+        out[k] = parse_value(v)
+    return out
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """What a run is configured with. ``scheduler`` is the discipline (refused with ``gang``);
+    ``params`` go to the discipline or, with ``gang``, to the gang policy (``mpl`` among
+    them); ``down`` are nodes out of service from the start."""
+
+    topology: object = DEFAULT_TOPOLOGY
+    allocator: str = DEFAULT_ALLOCATOR
+    scheduler: str | None = None
+    reduction: str | None = None
+    gang: str | None = None
+    params: Mapping = field(default_factory=dict)
+    down: tuple = ()
+    driver: str = "simulate"  # whose default discipline applies: "simulate" or "live"
+
+    @classmethod
+    def from_options(cls, *, gang=None, reduction=None, params=(), **kw) -> "StackConfig":
+        """From command-line options: ``--gang none`` means no time sharing and ``--reduction
+        none`` no reduction (as on every front end), ``params`` as ``KEY=VALUE`` strings or a
+        dict."""
+        if not isinstance(params, Mapping):
+            params = parse_params(params)
+        return cls(gang=None if gang in (None, "none") else gang,
+                   reduction=None if reduction in (None, "none") else reduction, params=dict(params), **kw)
+
+    @property
+    def discipline(self) -> str:
+        return self.scheduler or DEFAULT_DISCIPLINE[self.driver]
+
+    def with_params(self, **params) -> "StackConfig":
+        return replace(self, params={**self.params, **params})
+
+
+@dataclass
+class Stack:
+    """A built stack: ``policy`` is what a driver calls (a discipline or a gang policy)."""
+
+    config: StackConfig
+    topology: object
+    policy: object
+    down: set  # shared by every quarantine of the stack
+    gang: bool
+
+    def mark_down(self, node: int) -> None:
+        """Node ``node`` is out of service: no new allocation includes it. The jobs running
+        there are the driver's business (the daemon requeues them)."""
+        self.topology.check_node(node)
+        self.down.add(node)
+
+    def mark_up(self, node: int, now: float) -> list:
+        """Node ``node`` is back: the policy tries its waiting jobs again; its decisions."""
+        self.topology.check_node(node)
+        self.down.discard(node)
+        return self.policy.retry(now)
+
+    def normalize(self, request):
+        """The request as the policy would allocate it; RequestError when it can never fit
+        (checked before any change)."""
+        p = self.policy
+        return (p.rows[0] if self.gang else p.allocator).normalize(request)
+
+
+def build(config: StackConfig) -> Stack:
+    topo = parse_topology(config.topology)
+    down = set(config.down)
+    for n in down:
+        topo.check_node(n)
+    params = dict(config.params)
+    try:
+        if config.gang is not None:
+            if config.reduction not in (None, "none"):
+                raise StackError("--gang does not combine with --reduction (gang rows use the allocator as is)")
+            if config.scheduler is not None:
+                raise StackError(f"--scheduler {config.scheduler} does not apply with --gang {config.gang}")
+            allocators.REGISTRY.get(config.allocator)  # an unknown name: a clear error first
+            policy = gang.create(config.gang, topo, config.allocator, down=down, **params)
+            return Stack(config, topo, policy, down, True)
+        alloc = Quarantine(allocators.create(config.allocator, topo), down)
+        chain = reduction.wrap(alloc, config.reduction)
+        policy = disciplines.create(config.discipline, topo, chain, **params)
+        return Stack(config, topo, policy, down, False)
+    except TypeError as e:  # a keyword (--param) the policy's constructor does not take
+        what = f"gang policy {config.gang!r}" if config.gang is not None else f"scheduler {config.discipline!r}"
+        raise StackError(f"{what}: {e}") from None
+
+
+__all__ = ["DEFAULT_ALLOCATOR", "DEFAULT_DISCIPLINE", "DEFAULT_TOPOLOGY", "Stack", "StackConfig",
+           "StackError", "build", "parse_params", "parse_value"]
