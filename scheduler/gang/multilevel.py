@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 
 from scheduler.gang import register
-from scheduler.gang.office import GangError, OfficeManager, _count, _positive
+from scheduler.gang.office import GangError, OfficeManager, _count, _flag, _positive
 
 PAPER_LEVELS = ((1.0, 1), (3.0, 8), (5.0, 7), (10.0, math.inf))
 
@@ -78,7 +78,7 @@ class Multilevel(OfficeManager):
                  insert_arrivals: bool = True, level_limits=None, **params):
         self.levels = _levels(levels)
         self.n = _count(service_queue, "service_queue (N)", allow_inf=True)
-        self.insert_arrivals = bool(insert_arrivals)
+        self.insert_arrivals = _flag(insert_arrivals, "insert_arrivals")
         if level_limits is None:
             level_limits = ()
         try:

@@ -77,6 +77,13 @@ def _positive(value, what: str, *, allow_inf: bool = False) -> float:
     return value
 
 
+def _flag(value, what: str) -> bool:
+    # bool("off") is True: a flag given as text would silently mean its opposite
+    if not isinstance(value, bool):
+        raise GangError(f"{what} must be true or false, got {value!r}")
+    return value
+
+
 def _count(value, what: str, *, allow_inf: bool = False):
     if allow_inf and isinstance(value, float) and math.isinf(value) and value > 0:
         return math.inf
@@ -118,8 +125,8 @@ class OfficeManager:
         self.down: set | None = down
         self.rows = [self._new_row()]
         self.row_jobs: list[list] = [[]]
-        self.alternate = bool(alternate)
-        self.local_sequential = bool(local_sequential)
+        self.alternate = _flag(alternate, "alternate")
+        self.local_sequential = _flag(local_sequential, "local_sequential")
         self.office = RegistrationOffice()
         self.batch: deque = deque()
         self.jobs: dict = {}
