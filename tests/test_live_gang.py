@@ -32,6 +32,8 @@ from emulator.sim.gang import run_gang
 from scheduler.jobs import Job
 from scheduler.topology import Request
 
+pytestmark = pytest.mark.live
+
 UNIT = 0.5
 START_S = 0.3  # creating 16 x 6 task processes at once, and the last task's report
 SWITCH_S = 0.06  # the latency of one slot switch, with a 10x margin

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from emulator.live import protocol as P
 from emulator.live.daemon import Daemon
+from emulator.live.manager import START_QUIET
 
 
 # ---------------------------------------------------------------------- protocol
@@ -244,8 +245,6 @@ def test_heartbeat_waves_wait_while_a_job_starts(tmp_path):
     """Between a job's ``run`` messages and its last ``task_started``, the loop holds its
     heartbeat waves and snapshots back (START_QUIET at most); a start that never completes
     stops holding them when the window ends."""
-    from emulator.live.daemon import START_QUIET
-
     s = Stub(tmp_path)
     s.register_all()
     assert s.d.quiet_until == 0.0
@@ -346,8 +345,8 @@ def test_journal_replay_rebuilds_the_policy_state(tmp_path):
     d2 = Daemon(tmp_path, {}, grace=0.5)  # the settings come from the journal
     assert {j: (r.state, r.nodes, r.attempt) for j, r in d2.jobs.items()} == before
     assert before[a][0] == "running" and before[b][0] == "queued" and before[c][0] == "cancelled"
-    assert d2.allocator.free_count == 2 and d2.next_id == c + 1
-    assert d2.quarantine.down == set()  # nodes up before the crash get a grace period
+    assert d2.policy.allocator.free_count == 2 and d2.next_id == c + 1
+    assert d2.down == set()  # nodes up before the crash get a grace period
     with pytest.raises(ValueError, match="journal was started with"):
         Daemon(tmp_path, {"topology": "hypercube:3"})
 

@@ -14,6 +14,8 @@ looks processes up by name.
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import signal
 import subprocess
 import sys
@@ -22,8 +24,13 @@ from pathlib import Path
 
 import psutil
 
-from emulator.live import home as homemod
 from emulator.cli import UsageError, print_json
+from emulator.jsonable import jsonable
+from emulator.live import home as homemod
+
+# lazy imports, measured: the client (zmq, msgpack) 50 ms, the policy stack 80 ms, rich 30 ms,
+# the workloads 140 ms at start-up of every mcemu command (each builds the whole parser, so
+# imports this module; scripts and tests poll `mcemu nodes` / `queue`)
 
 
 # ---------------------------------------------------------------------- cluster control
@@ -67,9 +74,9 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
         v = cond()
         if v:
             return v
-        if proc is not None and proc.poll() is not None:
-            tail = log.read_text()[-2000:] if log and log.exists() else ""
-            raise UsageError(f"{what}: the process exited with status {proc.returncode}\n{tail}")
+        if proc is not None and proc.poll() is not None:  # one line: the log's last, e.g. the error
+            last = (log.read_text(errors="replace").strip().splitlines() or [""])[-1] if log and log.exists() else ""
+            raise UsageError(f"{what}: the process exited with status {proc.returncode}: {last} (see {log})")
         if time.monotonic() >= deadline:
             raise UsageError(f"{what}: not ready before the deadline")
         time.sleep(0.05)
@@ -79,23 +86,17 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
                   heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
                   grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
                   rt_priority=None, node_sched=None) -> dict:
-    """Start (or complete) the cluster in ``home``; returns once it is ready."""
+    """Start (or complete) the cluster in ``home``; returns once it is ready. A configuration
+    the daemon would refuse (an unknown name, a bad ``--param``, settings that clash with the
+    journal's) is refused here, in one line, before any process starts."""
     from emulator.live.client import Client, ClientTimeout
-    from emulator.live.journal import Journal
-    from scheduler.topology import parse_topology
 
     procs = cluster_processes(home)
     if procs["daemon"] is not None:
         raise UsageError(f"a cluster is already running in {home} (daemon pid {procs['daemon'].pid}); `mcemu down` first")
-    meta = {}
-    if homemod.journal_path(home).exists():
-        j = Journal(homemod.journal_path(home))
-        m = j.get_meta()
-        meta = {} if m.get("closed") else m.get("config", {})  # a cleanly closed journal is history
-        j.db.close()
-    topo = parse_topology(topology or meta.get("topology") or "hypercube:4")
-    hb = heartbeat or meta.get("heartbeat") or 0.2
-    lv = liveness or meta.get("liveness") or 3
+    cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
+                              gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
+                              liveness=liveness, max_requeue=max_requeue)
     py = sys.executable
     argv = [py, "-m", "emulator.live.daemon", "--home", str(home)]
     for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
@@ -104,8 +105,7 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
                     ("--grace", grace), ("--gang", gang), ("--mpl", mpl), ("--rt-priority", rt_priority)):
         if v is not None:
             argv += [flag, str(v)]
-    for kv in params or ():
-        argv += ["--param", kv]
+    argv += [a for kv in params or () for a in ("--param", kv)]
     t_start = time.monotonic()
     dlog = home / "daemon.log"
     dproc = _spawn(argv, dlog)
@@ -115,8 +115,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     lproc = None
     if procs["launcher"] is None and n_local:
         largv = [py, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
-                 f"0-{n_local - 1}", "--heartbeat", str(hb), "--liveness", str(lv), "--home", str(home),
-                 "--output-dir", str(output_dir or (home / "output"))]
+                 f"0-{n_local - 1}", "--heartbeat", str(cfg["heartbeat"]), "--liveness", str(cfg["liveness"]),
+                 "--home", str(home), "--output-dir", str(output_dir or (home / "output"))]
         if rt_priority:
             largv += ["--rt-priority", str(rt_priority)]
         if node_sched:
@@ -140,6 +140,27 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     return st
 
 
+def _check_config(home: Path, **asked) -> tuple[dict, object]:
+    """The configuration the daemon will run with (emulator.live.config), its policy stack
+    built once to see that it can be; UsageError when not."""
+    from emulator.live import config as configmod
+    from emulator.live.journal import Journal
+    from scheduler.stack import build
+
+    journal = None
+    if homemod.journal_path(home).exists():
+        j = Journal(homemod.journal_path(home))
+        m = j.get_meta()
+        journal = None if m.get("closed") else m.get("config")  # a cleanly closed journal is history
+        j.db.close()
+    try:
+        cfg = configmod.resolve(journal, configmod.given(**asked))
+        stack = build(configmod.stack_config(cfg))
+    except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy
+        raise UsageError(configmod.message(e)) from None
+    return cfg, stack.topology
+
+
 def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
     """Stop everything the cluster in ``home`` started, by pid; returns what was stopped."""
     from emulator.live.client import Client, ClientError
@@ -152,25 +173,18 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
         try:
             c.shutdown()
         except ClientError:
-            try:
+            with contextlib.suppress(psutil.Error):
                 procs["daemon"].terminate()
-            except psutil.Error:
-                pass
         finally:
             c.close()
     elif procs["launcher"] is not None:
-        try:
+        with contextlib.suppress(psutil.Error):
             procs["launcher"].terminate()
-        except psutil.Error:
-            pass
     gone, alive = psutil.wait_procs(everyone, timeout=timeout)
     terminated, alive = _escalate(alive, "terminate")
     killed, alive = _escalate(alive, "kill")
     for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json"):
-        try:
-            (home / f).unlink()
-        except FileNotFoundError:
-            pass
+        (home / f).unlink(missing_ok=True)
     return {"home": str(home), "stopped": pids, "terminated": terminated, "killed": killed,
             "was_running": bool(everyone)}
 
@@ -198,15 +212,9 @@ def _table(title, columns, rows):
 
 
 def _ranges(ids) -> str:
-    ids = sorted(ids)
-    out, i = [], 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
+    """Node ids as ranges: 0-3,5,7-8."""
+    runs = ([n for _, n in g] for _, g in itertools.groupby(enumerate(sorted(ids)), lambda p: p[1] - p[0]))
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 # ---------------------------------------------------------------------- commands
@@ -223,8 +231,8 @@ def cmd_up(args) -> int:
                        timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
                        rt_priority=args.rt_priority, node_sched=args.node_sched)
     if args.json:
-        print_json({"home": str(home), "pid": st["pid"], "config": st["config"], "nodes": st["nodes"],
-                    "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)})
+        print_json({"home": str(home), "pid": st["pid"], "config": jsonable(st["config"]), "nodes": st["nodes"],
+                    "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)})  # inf as "inf"
     else:
         cfg = st["config"]
         policy = (f"gang {cfg['gang']} (MPL {st['gang']['mpl']})" if cfg.get("gang") and st.get("gang")
@@ -399,13 +407,7 @@ def cmd_node(args) -> int:
                           output_dir=args.output_dir, sched=args.sched)
 
 
-def add_commands(sub) -> None:
-    def common(p, json=True):
-        if json:
-            p.add_argument("--json", action="store_true", help="print one JSON document")
-        p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
-        p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
-
+def _add_up(sub) -> None:
     p = sub.add_parser("up", help="start the daemon and one process per node")
     p.add_argument("--topology", help="hypercube:N or mesh:WxH (default hypercube:4)")
     p.add_argument("--allocator", help="allocator name (default buddy)")
@@ -421,7 +423,8 @@ def add_commands(sub) -> None:
                                   "instead of a discipline")
     p.add_argument("--mpl", type=int, help="rows of the gang's Ousterhout matrix (default 4)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="gang policy parameter, e.g. slot=0.5 or levels=[[1,1],[3,8]] (repeatable)")
+                   help="discipline or gang policy parameter, e.g. threshold=20, literal=on, slot=0.5 or "
+                        "levels=[[1,1],[3,8]] (repeatable; read as `mcemu simulate` reads it)")
     p.add_argument("--rt-priority", type=int, nargs="?", const=10, metavar="P",
                    help="run the daemon and the nodes at SCHED_RR priority P (default 10) where permitted")
     p.add_argument("--node-sched", choices=("batch", "normal"),
@@ -431,6 +434,16 @@ def add_commands(sub) -> None:
     p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_up)
+
+
+def add_commands(sub) -> None:
+    def common(p, json=True):
+        if json:
+            p.add_argument("--json", action="store_true", help="print one JSON document")
+        p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
+        p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
+
+    _add_up(sub)
 
     p = sub.add_parser("down", help="stop the cluster: every node, task and the daemon, by pid")
     p.add_argument("--json", action="store_true", help="print one JSON document")

@@ -1,0 +1,108 @@
+"""The live cluster's settings: defaults, what the journal says, what the command line asks.
+
+A cluster keeps its configuration in its journal (``meta.config``), so that a daemon started
+again on the same MCEMU_HOME continues with the same policies. The keys:
+
+==============  =================================================================================
+topology        ``hypercube:N`` or ``mesh:WxH``
+allocator       allocator name
+scheduler       the discipline (default lazy); None under a gang policy
+reduction       size reduction (``rsr:T``, ``limit:K``) or None
+gang            gang policy name or None (``--gang none`` is None)
+params          ``--param KEY=VALUE`` of the discipline or of the gang policy, parsed by
+                ``scheduler.stack.parse_params`` (the simulator's parser too); ``--mpl M`` is
+                ``params["mpl"]``
+time_unit       wall-clock seconds per model time unit
+heartbeat       seconds between heartbeats; ``liveness`` missed ones make a node down
+max_requeue     node faults a job survives by being requeued
+==============  =================================================================================
+
+``resolve(journal_config, given)`` is the one merge: the daemon calls it when it starts and
+``mcemu up`` calls it before it starts anything, so a bad setting is refused in one line with
+no process left behind. ``stack_config(cfg)`` turns a resolved configuration into the
+``scheduler.stack`` configuration the daemon builds its policy from.
+"""
+from __future__ import annotations
+
+from scheduler.stack import (DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE, DEFAULT_TOPOLOGY, StackConfig,
+                             parse_params)
+from scheduler.topology import parse_topology
+
+DEFAULTS = {"topology": DEFAULT_TOPOLOGY, "allocator": DEFAULT_ALLOCATOR, "scheduler": None, "reduction": None,
+            "gang": None, "params": {}, "time_unit": 1.0, "heartbeat": 0.2, "liveness": 3, "max_requeue": 1}
+# what a journal fixes: a restarted daemon asked for other values refuses to start
+POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "gang", "params", "time_unit")
+# what a restarted daemon may change
+TUNABLE = ("heartbeat", "liveness", "max_requeue")
+
+
+def given(*, topology=None, allocator=None, scheduler=None, reduction=None, gang=None, params=(), mpl=None,
+          time_unit=None, heartbeat=None, liveness=None, max_requeue=None) -> dict:
+    """The settings a command line asks for (None: not asked). ``params`` are ``KEY=VALUE``
+    strings; a bad one raises ``scheduler.stack.StackError`` (a ValueError)."""
+    p = parse_params(params) if params else {}
+    if mpl is not None:
+        p["mpl"] = mpl
+    return {"topology": topology, "allocator": allocator, "scheduler": scheduler, "reduction": reduction,
+            "gang": gang, "params": p or None, "time_unit": time_unit, "heartbeat": heartbeat,
+            "liveness": liveness, "max_requeue": max_requeue}
+
+
+def _legacy(cfg: dict) -> dict:
+    """A journal written before ``params``: ``gang_params`` and ``mpl`` were the gang's."""
+    if "gang_params" in cfg or "mpl" in cfg:
+        cfg = dict(cfg)
+        p = dict(cfg.pop("gang_params", None) or {})
+        mpl = cfg.pop("mpl", None)
+        if mpl is not None:
+            p["mpl"] = mpl
+        cfg.setdefault("params", p)
+        if cfg.get("gang") not in (None, "none"):
+            cfg["scheduler"] = None  # the old daemon recorded the unused default discipline
+    return cfg
+
+
+def resolve(journal: dict | None, asked: dict) -> dict:
+    """The configuration to run with: the journal's (only ``TUNABLE`` keys may change, any
+    other difference is a ValueError) or, for a new cluster, ``asked`` over the defaults."""
+    asked = {k: v for k, v in asked.items() if v is not None}
+    for k in ("gang", "reduction"):
+        if asked.get(k) == "none":
+            asked[k] = None
+    if journal:
+        cfg = {**DEFAULTS, **_legacy(journal)}
+        clash = {k: cfg.get(k) for k, v in asked.items() if k in POLICY_KEYS and cfg.get(k) != v}
+        if clash:
+            raise ValueError("this MCEMU_HOME's journal was started with "
+                             + ", ".join(f"{k}={old!r}" for k, old in clash.items())
+                             + "; use another MCEMU_HOME or the same settings")
+        cfg.update({k: v for k, v in asked.items() if k in TUNABLE})
+    else:
+        cfg = {**DEFAULTS, **asked}
+        if cfg["gang"] is None and cfg["scheduler"] is None:
+            cfg["scheduler"] = DEFAULT_DISCIPLINE["live"]
+    cfg["params"] = dict(cfg["params"] or {})
+    if not float(cfg["time_unit"]) > 0:
+        raise ValueError(f"--time-unit must be > 0, got {cfg['time_unit']}")
+    if not float(cfg["heartbeat"]) > 0 or int(cfg["liveness"]) < 1:
+        raise ValueError("--heartbeat must be > 0 and --liveness >= 1")
+    return cfg
+
+
+def message(e: BaseException) -> str:
+    """One line for a configuration error (a KeyError's text is its key, quoted)."""
+    if type(e) is KeyError and e.args:
+        return str(e.args[0])
+    return str(e)
+
+
+def stack_config(cfg: dict) -> StackConfig:
+    """The policy stack of a resolved configuration; every node starts out of service (a node
+    is in service once it has registered)."""
+    topo = parse_topology(cfg["topology"])
+    return StackConfig.from_options(topology=topo, allocator=cfg["allocator"], scheduler=cfg["scheduler"],
+                                    reduction=cfg["reduction"], gang=cfg["gang"], params=cfg["params"],
+                                    down=tuple(range(topo.size)), driver="live")
+
+
+__all__ = ["DEFAULTS", "POLICY_KEYS", "TUNABLE", "given", "message", "resolve", "stack_config"]

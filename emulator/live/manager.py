@@ -1,0 +1,419 @@
+"""The processor manager: the wall clock driving the policy objects, without the sockets.
+
+Messages come in (emulator.live.daemon decodes them and calls the ``on_*`` handlers), policy
+inputs go to the policy, decisions come back, and replies, task messages and events go into
+``outbox`` and ``events``, which the daemon sends after the journal commit (a state change
+is on disk before anyone hears of it). Tests drive a manager in memory the same way.
+
+The policy is built by ``scheduler.stack.build`` from the cluster's configuration
+(emulator.live.config): ``discipline(reduction(quarantine(allocator)))``, or a gang policy
+over quarantined rows. ``_apply`` is the only place the policy is called, live and while
+replaying the journal (emulator.live.recovery), which is what makes the replay rebuild the
+same state. Its decisions are consumed by type (scheduler.decisions): a Start starts the
+job's tasks, a SlotSwitch goes to the slots component (emulator.live.gang; inert without a
+gang policy), a Finish confirms what the manager already did.
+
+Model time ``now = (monotonic() - t0) / time_unit``; t0 is kept in the journal, and the
+monotonic clock is system-wide, so a restarted daemon continues the same model time.
+
+Decisions of this implementation:
+
+* A job ends when every one of its tasks has reported (its real exit), not at the model run
+  time: for a synthetic task the two coincide up to process start-up; for a real
+  ``--command`` only the exit is meaningful. The policy's ``depart`` is called then, at the
+  model time of the last report. The job is ``completed`` when all tasks exited 0, else
+  ``failed``.
+* A node that misses its heartbeats (emulator.live.nodes) is ``down``: it is taken out of
+  service (``stack.mark_down``) and every running job with a task there is requeued (same
+  id, same submit time; its other tasks are killed) until it has met ``max_requeue`` node
+  faults (default 1); the next fault fails it. A node that registers again is in service
+  (``stack.mark_up``: the policy retries its waiting jobs). A node that registers with
+  another pid than before is a new incarnation: its tasks are lost (same as a fault).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from emulator.live import config as configmod
+from emulator.live import protocol as P
+from emulator.live import recovery, views
+from emulator.live.gang import slots_for
+from emulator.live.jobs import ACTIVE, JobRec
+from emulator.live.nodes import NodeRegistry
+from scheduler.decisions import SlotSwitch, Start
+from scheduler.jobs import JobError
+from scheduler.stack import build
+from scheduler.topology import Request, RequestError, TopologyError
+
+log = logging.getLogger("mcemu.daemon")
+
+# While a job's tasks are starting (its ``run`` messages sent, not every ``task_started`` back
+# yet), the heartbeat waves and snapshots wait, at most this many seconds: on two cores a
+# 64-node start takes ~10-15 ms of both cores, and a wave in the middle wakes 32 other nodes
+# (and the daemon 32 times) for nothing urgent. The nodes answer the daemon's heartbeat rather
+# than keep their own interval (nodes.agent.OWN_HEARTBEAT), so a late wave costs no extra
+# wake-ups; liveness (hb x liveness, 600 ms by default) is far above it.
+START_QUIET = 0.05
+
+
+class ProcessorManager:
+    def __init__(self, home: Path, config: dict | None = None, grace: float = 5.0, snapshot_every: float = 1.0,
+                 fsync: bool = False):
+        self.home = Path(home)
+        self.journal, meta = recovery.open_journal(self.home, fsync)
+        try:
+            self.cfg = cfg = configmod.resolve(meta.get("config"), config or {})
+            self.stack = build(configmod.stack_config(cfg))
+        except BaseException:
+            self.journal.db.close()
+            raise
+        self.policy = self.stack.policy
+        self.topology = self.stack.topology
+        self.down = self.stack.down  # nodes out of service: all of them until they register
+        self.time_unit = float(cfg["time_unit"])
+        self.max_requeue = int(cfg["max_requeue"])
+        self.grace = grace
+        self.snapshot_every = snapshot_every
+        self.t0 = float(meta["t0"]) if "t0" in meta else time.monotonic()
+        self.journal.set_meta(config=cfg, t0=self.t0)
+        self.registry = NodeRegistry(self.topology, self.down, float(cfg["heartbeat"]), int(cfg["liveness"]))
+        self.hb, self.liveness, self.expiry = self.registry.hb, self.registry.liveness, self.registry.expiry
+        # the registry's containers, read by the hot paths without a hop
+        self.nodes = self.registry.nodes
+        self.by_ident = self.registry.by_ident
+        self.slots = slots_for(self)
+        self.jobs: dict[int, JobRec] = {}
+        self.next_id = 1
+        self.outbox: list = []  # (ident, frame) to send after the journal commit
+        self.events: list = []  # (topic, frame) to publish after it
+        self.starting: set[int] = set()  # jobs whose tasks are starting (see START_QUIET)
+        self.quiet_until = 0.0
+        self.replaying = False
+        self.running = False
+        self.endpoints: dict = {}  # the sockets' addresses, once the daemon has bound them
+        self._last_t = 0.0
+        self.recovered = recovery.replay(self, grace)
+
+    def now(self) -> float:
+        t = (time.monotonic() - self.t0) / self.time_unit
+        if t < self._last_t:  # a reboot reset the monotonic clock: never go backwards
+            self.t0 -= (self._last_t - t) * self.time_unit
+            t = self._last_t
+        self._last_t = t
+        return t
+
+    # ------------------------------------------------------------------ policy inputs
+
+    def _apply(self, kind, t, job=None, node=None, data=None) -> list:
+        """Journal event -> policy call -> decisions (the only place the policy is called)."""
+        p = self.policy
+        if kind == "submit":
+            jr = JobRec(job, data["request"], data["runtime"], data.get("name", ""), data.get("command"),
+                        data.get("burn", False), t)
+            out = p.arrive(jr.job, t)  # a refusal raises here, before anything is registered
+            self.jobs[job] = jr
+            self.next_id = max(self.next_id, job + 1)
+            return out
+        if kind in ("depart", "fail"):
+            return p.depart(job, t)
+        if kind == "cancel":
+            return p.cancel(job, t)
+        if kind == "requeue":
+            jr = self.jobs[job]
+            out = p.depart(job, t)
+            jr.requeue()
+            return out + p.arrive(jr.job, t)
+        if kind == "tick":
+            return p.tick(t)
+        if kind == "node_down":
+            self.stack.mark_down(node)
+            return []
+        if kind == "node_up":
+            return self.stack.mark_up(node, t)
+        raise ValueError(f"unknown journal event {kind!r}")
+
+    def _input(self, kind, job=None, node=None, data=None, t=None):
+        """Journal a policy input and apply it; returns its model time."""
+        t = self.now() if t is None else t
+        self.journal.event(kind, t, job, node, data)
+        try:
+            decisions = self._apply(kind, t, job, node, data)
+        except BaseException:
+            self.journal._events.pop()
+            raise
+        self._started(decisions, t)
+        return t
+
+    def _started(self, decisions, t):
+        """Carry out the policy's decisions: start tasks, switch slots (a Finish confirms a
+        job the manager already took out)."""
+        for s in decisions:
+            if isinstance(s, SlotSwitch):
+                self.slots.switch(s, t)
+                continue
+            if not isinstance(s, Start):
+                continue
+            jr = self.jobs[s.job.id]
+            jr.state = "running"
+            jr.attempt += 1
+            jr.start = t
+            jr.nodes = list(s.nodes)
+            jr.local = s.sequential
+            jr.allocation = f"node {s.node} (local queue)" if s.sequential else s.allocation.describe()
+            jr.exec_time = s.runtime
+            jr.done, jr.started, jr.pids = {}, set(), {}
+            for n in jr.nodes:
+                self.nodes[n].jobs.add(jr.id)
+            if self.replaying:
+                continue
+            self.journal.event("start", t, jr.id, None, {"nodes": jr.nodes, "attempt": jr.attempt})
+            self.journal.job(jr.row())
+            self._emit_job(jr, t)
+            jr.all_started_wall = None  # per attempt: a requeued job reports "started" again
+            frames = P.encode_each("run", self._run_fields(jr),
+                                   [{"rank": rank, "node": n} for rank, n in enumerate(jr.nodes)])
+            for n, frame in zip(jr.nodes, frames):
+                self._to_node(n, frame)
+            self.starting.add(jr.id)
+            self.quiet_until = time.monotonic() + START_QUIET
+
+    def _run_fields(self, jr: JobRec) -> dict:
+        """A ``run`` message's fields but rank and node (the same for every node of the job)."""
+        f = dict(job=jr.id, attempt=jr.attempt, nodes=jr.nodes, runtime_s=jr.exec_time * self.time_unit,
+                 command=jr.command, burn=jr.burn, name=jr.name)
+        self.slots.run_fields(jr, f)
+        return f
+
+    def _send_run(self, jr: JobRec, rank: int, n: int):
+        self._to_node(n, P.encode_unchecked("run", rank=rank, node=n, **self._run_fields(jr)))
+
+    # ------------------------------------------------------------------ job lifecycle
+
+    def _finish(self, jr: JobRec, state: str, t: float, reason=None, kind="depart"):
+        """A running job leaves: release its nodes through the policy."""
+        jr.state, jr.end, jr.reason = state, t, reason
+        for n in jr.nodes:
+            self.nodes[n].jobs.discard(jr.id)
+        self.journal.job(jr.row())
+        self._emit_job(jr, t)
+        self._input(kind, job=jr.id, t=t)
+
+    def _kill_tasks(self, jr: JobRec, skip=None):
+        for n in jr.nodes:
+            if n != skip:
+                self._to_node(n, P.encode_unchecked("kill", job=jr.id, attempt=jr.attempt))
+
+    def _fault(self, jr: JobRec, node: int, why: str):
+        """A task of a running job was lost (its node went down or restarted)."""
+        t = self.now()
+        self._kill_tasks(jr, skip=node)
+        jr.faults += 1
+        for n in jr.nodes:
+            self.nodes[n].jobs.discard(jr.id)
+        if jr.faults > self.max_requeue:
+            self._finish(jr, "failed", t, reason=f"{why}; {jr.faults} node faults", kind="fail")
+            return
+        jr.state, jr.reason = "queued", f"requeued: {why}"
+        jr.nodes, jr.allocation = [], None
+        self.journal.job(jr.row())
+        self._emit_job(jr, t, state="requeued")
+        self._input("requeue", job=jr.id, t=t)
+        if jr.state == "queued":
+            self.journal.job(jr.row())
+
+    def _task_done(self, nr, jid, att, rank, status, usage, error):
+        self.outbox.append((nr.ident, P.encode_unchecked("ack", job=jid, attempt=att, rank=rank)))
+        jr = self.jobs.get(jid)
+        if jr is None or jr.state != "running" or jr.attempt != att or rank in jr.done:
+            return
+        if rank >= len(jr.nodes) or jr.nodes[rank] != nr.id:
+            return
+        if jr.task_done(rank, status, usage, error):
+            self._finish(jr, "completed" if all(s == 0 for s in jr.exit) else "failed", self.now())
+        else:
+            self.journal.job(jr.row())
+
+    # ------------------------------------------------------------------ nodes
+
+    def node_state(self, n: int) -> str:
+        """down, idle, busy, or (a gang's node whose jobs are all kept in) suspended."""
+        nr = self.nodes[n]
+        if n in self.down:
+            return "down"
+        if not nr.jobs:
+            return "idle"
+        return self.slots.busy_state(nr)
+
+    def _node_down(self, nr, why: str):
+        if nr.id in self.down:
+            return
+        t = self._input("node_down", node=nr.id)
+        self.registry.detach(nr)
+        self._emit_node(nr.id, "down", t)
+        for jid in sorted(nr.jobs):
+            jr = self.jobs[jid]
+            if jr.state == "running":
+                self._fault(jr, nr.id, f"node {nr.id} {why}")
+        nr.jobs.clear()
+
+    def _purge(self, wall: float):
+        for nr in self.registry.expired(wall):
+            if nr.id not in self.down:  # an earlier node's faults may not have changed that
+                log.info("node %d missed its heartbeats: down", nr.id)
+                self._node_down(nr, "missed its heartbeats")
+
+    # ------------------------------------------------------------------ node messages
+
+    def on_register(self, ident, m):
+        n = m["node"]
+        if n >= self.topology.size:
+            return self._error(ident, "bad-node", f"node {n} is not in {self.topology} (0..{self.topology.size - 1})")
+        nr = self.nodes[n]
+        new_incarnation = self.registry.attach(ident, nr, m["pid"], m["host"], time.monotonic())
+        self.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=self.hb, liveness=self.liveness)))
+        if new_incarnation:
+            for jid in sorted(nr.jobs):
+                jr = self.jobs[jid]
+                if jr.state == "running":
+                    self._fault(jr, n, f"node {n} restarted")
+            nr.jobs.clear()
+        self._reconcile(nr, ident, m)
+        self.slots.resend(nr)  # adopted tasks get the current slot
+        if n in self.down:
+            t = self._input("node_up", node=n, data={"pid": nr.pid, "host": nr.host})
+            self._emit_node(n, "idle", t)
+
+    def _reconcile(self, nr, ident, m):
+        """The tasks a (re)registering node reports against what runs there: finished ones are
+        counted once, alive ones adopted, unknown ones killed, missing ones sent again."""
+        n = nr.id
+        for d in m.get("finished") or ():
+            self._task_done(nr, d["job"], d["attempt"], d["rank"], d["status"], d["usage"], None)
+        alive = {(d["job"], d["attempt"]): d for d in m.get("tasks") or ()}
+        for (jid, att), d in alive.items():
+            jr = self.jobs.get(jid)
+            if jr and jr.state == "running" and jr.attempt == att and n in jr.nodes:
+                jr.started.add(d["rank"])
+                jr.pids[d["rank"]] = d["pid"]
+            else:
+                self.outbox.append((ident, P.encode_unchecked("kill", job=jid, attempt=att)))
+        for jid in sorted(nr.jobs):
+            jr = self.jobs[jid]
+            if jr.state != "running":
+                continue
+            rank = jr.nodes.index(n)
+            if (jid, jr.attempt) not in alive and rank not in jr.done:
+                self._send_run(jr, rank, n)
+
+    def on_task_done(self, nr, m):
+        self._task_done(nr, m["job"], m["attempt"], m["rank"], m["status"], m["usage"], m.get("error"))
+
+    def on_task_started(self, nr, m):
+        jr = self.jobs.get(m["job"])
+        if jr is None or jr.state != "running" or jr.attempt != m["attempt"]:
+            return
+        jr.started.add(m["rank"])
+        jr.pids[m["rank"]] = m["pid"]
+        if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
+            jr.all_started_wall = time.monotonic()
+            self._emit_job(jr, self.now(), state="started")
+            self.starting.discard(jr.id)
+            if not self.starting:
+                self.quiet_until = 0.0
+
+    def on_bye(self, nr, m):
+        self._node_down(nr, "left")
+
+    # ------------------------------------------------------------------ client messages
+
+    def on_submit(self, ident, m):
+        try:
+            self.stack.normalize(Request.from_dict(m["request"]))  # refuse what can never fit before any change
+        except (RequestError, TopologyError, JobError) as e:
+            return self._error(ident, "bad-request", str(e), m["id"])
+        jid = self.next_id
+        data = {"request": m["request"], "runtime": m["runtime"], "name": m.get("name") or f"job{jid}",
+                "command": m.get("command"), "burn": bool(m.get("burn", False))}
+        try:
+            t = self._input("submit", job=jid, data=data)
+        except (RequestError, TopologyError, JobError, ValueError) as e:
+            # the policy refused it at arrive: nothing was registered, the journal event dropped
+            return self._error(ident, "bad-request", f"refused by {self.slots.kind} {self.policy.name}: {e}", m["id"])
+        self.next_id = jid + 1
+        jr = self.jobs[jid]
+        jr.submit_wall = time.monotonic()
+        if jr.state == "queued":
+            self.journal.job(jr.row())
+            self._emit_job(jr, t)
+        self._reply(ident, m["id"], {"job": jid, "state": jr.state})
+
+    def on_cancel(self, ident, m):
+        jr = self.jobs.get(m["job"])
+        if jr is None or jr.state not in ACTIVE:
+            state = jr.state if jr else "unknown"
+            return self._error(ident, "not-active", f"job {m['job']} is {state}: nothing to cancel", m["id"])
+        t = self.now()
+        if jr.state == "running":
+            self._kill_tasks(jr)
+            self._finish(jr, "cancelled", t, reason="cancelled by user", kind="cancel")
+        else:
+            jr.state, jr.end, jr.reason = "cancelled", t, "cancelled by user"
+            self.journal.job(jr.row())
+            self._emit_job(jr, t)
+            self._input("cancel", job=jr.id, t=t)
+        self._reply(ident, m["id"], {"job": jr.id, "state": "cancelled"})
+
+    def on_queue(self, ident, m):
+        self._reply(ident, m["id"], views.queue(self, m.get("jobs"), m.get("all")))
+
+    def on_nodes(self, ident, m):
+        self._reply(ident, m["id"], {"nodes": self.nodes_view()})
+
+    def on_status(self, ident, m):
+        self._reply(ident, m["id"], self.status())
+
+    def on_ping(self, ident, m):
+        self._reply(ident, m["id"], {"pong": True})
+
+    def on_shutdown(self, ident, m):
+        self._reply(ident, m.get("id") or 0, {"stopping": True})
+        self.running = False
+
+    def status(self) -> dict:
+        return views.status(self)
+
+    def snapshot(self) -> dict:
+        return views.snapshot(self)
+
+    def nodes_view(self) -> list[dict]:
+        return views.node_rows(self)
+
+    # ------------------------------------------------------------------ outgoing
+
+    def _to_node(self, n: int, frame: bytes):
+        nr = self.nodes[n]
+        if nr.ident is None or self.replaying:
+            return  # not connected: reconciled when it registers
+        self.outbox.append((nr.ident, frame))
+
+    def _reply(self, ident, req_id, data=None):
+        self.outbox.append((ident, P.encode_unchecked("ok", id=req_id, data=data)))
+
+    def _error(self, ident, code, message, req_id=None):
+        self.outbox.append((ident, P.encode_unchecked("error", id=req_id, code=code, message=message)))
+
+    def _emit_job(self, jr: JobRec, t, state=None):
+        info = {"nodes": jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
+                "submit": jr.submit, "request": str(jr.job.request)}
+        if jr.reason:
+            info["reason"] = jr.reason
+        self.events.append((b"job", P.encode_unchecked("job", job=jr.id, state=state or jr.state, t=t, info=info)))
+
+    def _emit_node(self, n: int, state: str, t=None):
+        self.events.append((b"node", P.encode_unchecked("node", node=n, state=state,
+                                                        t=self.now() if t is None else t, info=None)))
+
+
+__all__ = ["START_QUIET", "ProcessorManager"]

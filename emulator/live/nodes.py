@@ -1,0 +1,99 @@
+"""The node registry: which process plays each node, and whether it is alive.
+
+Liveness is the ZeroMQ guide's Paranoid Pirate: the daemon heartbeats every node it has sent
+nothing else for half an interval, every message from a node counts as a heartbeat, and a
+node silent for ``liveness`` intervals (``expiry`` seconds, 3 x 200 ms by default) is down.
+Heartbeats go out in waves (``heartbeat_wave``): one group of nodes (node id mod ``groups``)
+every ``heartbeat / groups`` seconds, so that the nodes' wake-ups and answers come in small
+waves instead of one burst of every node.
+
+Nodes start down and come up when they register: a job never waits for a node that does not
+exist yet. A node that registers with another pid (or host) than before is a new incarnation:
+its tasks are lost. ``down`` is the policy stack's own set (scheduler.stack.Stack.down): a
+node in it is out of service for every allocation, gang rows and sequential jobs included.
+The registry only keeps the facts; what a node going down means for its jobs is
+emulator.live.manager's business.
+"""
+from __future__ import annotations
+
+from emulator.live import protocol as P
+
+
+class NodeRec:
+    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs", "hb")
+
+    def __init__(self, id):
+        self.id = id
+        self.ident: bytes | None = None  # its ZeroMQ routing id while connected
+        self.pid = self.host = None  # its process (an incarnation)
+        self.last = 0.0  # monotonic time it was last heard from
+        self.sent = 0.0  # monotonic time it was last sent something
+        self.jobs: set[int] = set()  # jobs with a task placed here
+        # a frame equal to this node's heartbeat needs no decoding (256 nodes send 1280 a second)
+        self.hb = P.heartbeat_frame(id)
+
+
+class NodeRegistry:
+    def __init__(self, topology, down: set, heartbeat: float, liveness: int):
+        self.topology = topology
+        self.nodes = [NodeRec(i) for i in range(topology.size)]
+        self.by_ident: dict[bytes, NodeRec] = {}
+        self.down = down
+        self.hb = heartbeat
+        self.liveness = liveness
+        self.expiry = heartbeat * liveness
+
+    def attach(self, ident: bytes, nr: NodeRec, pid, host, wall: float) -> bool:
+        """Node ``nr`` registered from connection ``ident`` as process ``pid`` on ``host``;
+        True when that is a new incarnation (its previous process's tasks are lost)."""
+        new_incarnation = nr.pid is not None and (nr.pid, nr.host) != (pid, host)
+        if nr.ident is not None and nr.ident != ident:
+            self.by_ident.pop(nr.ident, None)
+        prev = self.by_ident.get(ident)
+        if prev is not None and prev is not nr:  # one connection cannot be two nodes
+            prev.ident = None
+        nr.ident, nr.last = ident, wall
+        self.by_ident[ident] = nr
+        nr.pid, nr.host = pid, host
+        return new_incarnation
+
+    def detach(self, nr: NodeRec) -> None:
+        """Forget node ``nr``'s connection (it went down or left)."""
+        if nr.ident is not None:
+            self.by_ident.pop(nr.ident, None)
+        nr.ident = None
+
+    def expired(self, wall: float) -> list[NodeRec]:
+        """Nodes in service that missed their heartbeats."""
+        limit = wall - self.expiry
+        down = self.down
+        return [nr for nr in self.nodes if nr.last < limit and nr.id not in down]
+
+    def heartbeat_wave(self, wall: float, outbox: list, group: int = 0, groups: int = 1) -> None:
+        """Heartbeat the connected nodes of one group (node id mod ``groups``) that were sent
+        nothing for half an interval. Called every ``hb / groups`` with the next group, so
+        each node hears from the daemon at least once per interval: a job's ``run`` messages
+        arriving during a burst of 256 heartbeats waited for all of them."""
+        frame = HEARTBEAT
+        limit = wall - self.hb / 2
+        for nr in self.nodes[group::groups]:
+            if nr.ident is not None and nr.sent < limit:
+                outbox.append((nr.ident, frame))
+
+    def expect_back(self, incarnations: dict, wall: float, grace: float) -> None:
+        """After a daemon restart: the nodes that were in service get ``grace`` seconds to
+        register again (``incarnations``: node -> (pid, host) they last registered with)."""
+        for nr in self.nodes:
+            if nr.id not in self.down:
+                nr.pid, nr.host = incarnations.get(nr.id, (None, None))
+                nr.last = wall + grace - self.expiry  # expires after the grace unless it registers
+
+    def row(self, nr: NodeRec, state: str) -> dict:
+        """One row of ``mcemu nodes --json``."""
+        return {"node": nr.id, "state": state, "jobs": sorted(nr.jobs), "pid": nr.pid, "host": nr.host,
+                "connected": nr.ident is not None}
+
+
+HEARTBEAT = P.heartbeat_frame()
+
+__all__ = ["HEARTBEAT", "NodeRec", "NodeRegistry"]

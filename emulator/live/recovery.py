@@ -1,0 +1,93 @@
+"""Recovery: a daemon started on a journal that was not closed continues the cluster.
+
+The journal (emulator.live.journal) holds every input the daemon gave its policy, in order,
+with its model time. The policy objects are deterministic functions of these inputs, so
+``replay`` feeds them through the very code that handles them live
+(``ProcessorManager._apply`` and ``_started`` with ``replaying`` set: no message is sent, no
+``start`` is journaled again), which rebuilds the allocator, the discipline or gang policy,
+the down set, which nodes every running job holds, and the current gang slot. The journal's
+``jobs`` table then supplies what the inputs cannot (exit codes, usage, reasons).
+
+Nodes that were in service get ``grace`` seconds to register again and report their tasks:
+alive ones are re-adopted, finished ones are counted once, and a task a node does not report
+is re-sent to the same node incarnation (the agent ignores a task it already ran) and is lost
+on a new incarnation (emulator.live.manager ``on_register``).
+
+A journal closed by a clean stop (``mcemu down``) is history: ``open_journal`` moves it aside
+and the new daemon starts a new cluster, with new settings if asked.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+from emulator.live import home as homemod
+from emulator.live.journal import Journal
+
+log = logging.getLogger("mcemu.daemon")
+
+
+def open_journal(home: Path, fsync: bool = False) -> tuple[Journal, dict]:
+    """The journal of ``home`` and its meta data ({} for a new cluster)."""
+    jpath = homemod.journal_path(home)
+    journal = Journal(jpath, fsync=fsync)
+    meta = journal.get_meta()
+    if not meta.get("closed"):
+        return journal, meta
+    journal.db.close()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    os.replace(jpath, jpath.with_name(f"journal.{stamp}.{os.getpid()}.db"))
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.unlink(str(jpath) + suffix)
+        except FileNotFoundError:
+            pass
+    return Journal(jpath, fsync=fsync), {}
+
+
+def replay(m, grace: float) -> int:
+    """Rebuild manager ``m``'s state from its journal; returns the number of events."""
+    m.replaying = True
+    incarnations = {}
+    n_events = 0
+    try:
+        for kind, t, job, node, data in m.journal.events():
+            n_events += 1
+            m._last_t = max(m._last_t, t)
+            if kind == "start":
+                continue  # a decision, not an input: the replay makes it again
+            if kind in ("depart", "fail", "cancel", "requeue") and job in m.jobs:
+                for n in m.jobs[job].nodes:
+                    m.nodes[n].jobs.discard(job)
+            if kind == "node_up" and data:
+                incarnations[node] = (data.get("pid"), data.get("host"))
+            m._started(m._apply(kind, t, job, node, data), t)
+    finally:
+        m.replaying = False
+    _restore_job_rows(m)
+    m.next_id = max(m.next_id, m.journal.max_job_id() + 1)
+    m.registry.expect_back(incarnations, time.monotonic(), grace)
+    if n_events:
+        running = sum(1 for j in m.jobs.values() if j.state == "running")
+        queued = sum(1 for j in m.jobs.values() if j.state == "queued")
+        log.info("recovered from journal: %d events, %d queued, %d running", n_events, queued, running)
+    return n_events
+
+
+def _restore_job_rows(m) -> None:
+    """The jobs table is the authority for what the replay cannot know (exit codes, ...)."""
+    for row in m.journal.jobs():
+        jr = m.jobs.get(row["id"])
+        if jr is None:
+            continue
+        if jr.state == "running" and row["state"] == "running" and row["attempt"] != jr.attempt:
+            log.warning("journal replay: job %s attempt %s != %s", jr.id, jr.attempt, row["attempt"])
+        for k in ("state", "faults", "end", "exit", "usage", "reason"):
+            setattr(jr, k, row[k])
+        if jr.state == "running":
+            jr.nodes = sorted(jr.nodes)
+
+
+__all__ = ["open_journal", "replay"]
