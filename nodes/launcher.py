@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 
 import msgpack  # noqa: F401  (imported before forking on purpose)
 import zmq  # noqa: F401
@@ -52,7 +53,6 @@ def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfi
                                       parent_pid=me, output_dir=output_dir, rt_priority=rt_priority,
                                       sched=sched)
             except BaseException:
-                import traceback
                 traceback.print_exc()
             finally:
                 os._exit(code)

@@ -16,8 +16,11 @@ import threading
 import time
 from pathlib import Path
 
-from emulator.live import home as homemod
+import psutil
+
 from emulator.cli import UsageError, print_json
+from emulator.cli.cluster import cluster_processes, start_cluster, stop_cluster
+from emulator.live import home as homemod
 
 DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "seconds": 60.0,
                  "load": 0.9, "time_unit": 0.2, "service_mean": 5.0}
@@ -27,6 +30,8 @@ DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "
 
 
 def cmd_monitor(args) -> int:
+    # lazy: the monitor (Rich, ZeroMQ, the client) costs 105 ms at start-up of every mcemu
+    # command (this module is imported to build the parser)
     from emulator.live.client import ClientError
     from emulator.monitor import app
 
@@ -46,10 +51,6 @@ def cmd_monitor(args) -> int:
 
 
 def _record(seen: dict, home: Path) -> None:
-    import psutil
-
-    from emulator.cli.cluster import cluster_processes
-
     ps = cluster_processes(home)
     for p in [ps["daemon"], ps["launcher"], *ps["tree"]]:
         if p is None:
@@ -61,8 +62,6 @@ def _record(seen: dict, home: Path) -> None:
 
 
 def _alive(seen: dict) -> list:
-    import psutil
-
     out = []
     for pid, ct in seen.items():
         try:
@@ -78,6 +77,7 @@ def demo_jobs(topology: str, load: float, seconds: float, time_unit: float, n_jo
               service_mean: float, seed: int, size_dist: str | None = None) -> list[dict]:
     """The demo's workload (emulator.sim.workloads): Poisson arrivals at ``load``; ``n_jobs`` of
     them, or those arriving within ``seconds``. A mesh gets rectangles of any shape."""
+    # lazy: the workloads (numpy, the scheduler package) cost 155 ms at start-up of every mcemu command
     from emulator.sim import workloads
     from scheduler.topology import parse_topology
 
@@ -101,7 +101,7 @@ class Streamer(threading.Thread):
         self.error: Exception | None = None
 
     def run(self):
-        from emulator.live.client import Client, DaemonError
+        from emulator.live.client import Client, DaemonError  # lazy: see cmd_demo
 
         try:
             with Client(home=self.home, timeout=5.0) as c:
@@ -140,14 +140,9 @@ def summary_rows(cfg: dict, m: dict, unit: float, wall: float, submitted: int) -
     ]
 
 
-def cmd_demo(args) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from emulator.cli.cluster import start_cluster, stop_cluster
-    from emulator.live.client import Client, ClientError
-    from emulator.monitor import app
-
+def _demo_settings(args) -> tuple[dict, float, float, float]:
+    """The demo's cluster (topology, allocator, scheduler), time unit, run length and load:
+    the command line's, else DEMO_DEFAULTS."""
     cfg = {"topology": args.topology or DEMO_DEFAULTS["topology"],
            "allocator": args.allocator or DEMO_DEFAULTS["allocator"],
            "scheduler": args.scheduler or DEMO_DEFAULTS["scheduler"]}
@@ -156,18 +151,19 @@ def cmd_demo(args) -> int:
     load = args.load or DEMO_DEFAULTS["load"]
     if seconds <= 0 or unit <= 0 or load <= 0 or (args.jobs is not None and args.jobs <= 0):
         raise UsageError("--seconds, --time-unit, --load and --jobs must be > 0")
-    jobs = demo_jobs(cfg["topology"], load, seconds, unit, args.jobs, DEMO_DEFAULTS["service_mean"], args.seed)
-    err = Console(stderr=True)
-    base = homemod.home_dir()
-    home = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
-    seen: dict[int, float] = {}
+    return cfg, unit, seconds, load
+
+
+def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: float,
+           seen: dict) -> tuple[dict, float, Streamer]:
+    """Start the demo's cluster in ``home``, stream ``jobs`` into it and watch it (the live
+    view, or headless) until ``seconds`` have passed or a fixed job list is done; returns the
+    metrics, the wall seconds and the streamer. The caller stops the cluster."""
+    from emulator.live.client import Client  # lazy: see cmd_monitor and cmd_demo
+    from emulator.monitor import app
+
     feed = streamer = None
-    m = None
-    t_start = time.monotonic()
-    show = not args.no_monitor and not args.json
     try:
-        err.print(f"[bold]mcemu demo[/]: starting {cfg['topology']} ({cfg['allocator']}, {cfg['scheduler']}), "
-                  f"time unit {unit:g} s, {len(jobs)} jobs at load {load:g} for up to {seconds:g} s ...")
         start_cluster(home, cfg["topology"], cfg["allocator"], cfg["scheduler"], time_unit=unit)
         _record(seen, home)
         feed = app.Feed(home)
@@ -184,7 +180,7 @@ def cmd_demo(args) -> int:
             return sum(1 for j in s.jobs.values() if j.state in ("completed", "failed", "cancelled")) \
                 >= streamer.submitted
 
-        if show:
+        if not args.no_monitor and not args.json:
             app.run(feed=feed, until=deadline, stop=finished)
         else:
             app.headless(feed, deadline, stop=finished)
@@ -196,14 +192,33 @@ def cmd_demo(args) -> int:
         with Client(home=home, timeout=5.0) as c:
             feed.state.apply_jobs(c.queue(all=True)["jobs"])
             now = c.status()["now"]
-        m = feed.state.metrics(now)
-    except ClientError as e:
-        raise UsageError(f"the demo cluster stopped answering: {e}") from None
+        return feed.state.metrics(now), wall, streamer
     finally:
         if feed is not None:
             feed.close()
         if streamer is not None:
             streamer.halt.set()
+
+
+def cmd_demo(args) -> int:
+    # lazy: Rich costs 30 ms and the client (ZeroMQ) 27 ms at start-up of every mcemu command
+    from rich.console import Console
+    from rich.table import Table
+
+    from emulator.live.client import ClientError
+
+    cfg, unit, seconds, load = _demo_settings(args)
+    jobs = demo_jobs(cfg["topology"], load, seconds, unit, args.jobs, DEMO_DEFAULTS["service_mean"], args.seed)
+    err = Console(stderr=True)
+    home = Path(tempfile.mkdtemp(prefix="demo-", dir=homemod.home_dir()))
+    seen: dict[int, float] = {}
+    try:
+        err.print(f"[bold]mcemu demo[/]: starting {cfg['topology']} ({cfg['allocator']}, {cfg['scheduler']}), "
+                  f"time unit {unit:g} s, {len(jobs)} jobs at load {load:g} for up to {seconds:g} s ...")
+        m, wall, streamer = _watch(args, home, cfg, jobs, unit, seconds, seen)
+    except ClientError as e:
+        raise UsageError(f"the demo cluster stopped answering: {e}") from None
+    finally:
         _record(seen, home)
         res = stop_cluster(home)
         left = _alive(seen)

@@ -19,7 +19,9 @@ import numpy as np
 
 from emulator.experiments import register
 from emulator.experiments._points import sim_point
-from emulator.experiments.runner import Check, Experiment, Panel, fmt
+from emulator.experiments.experiment import Check, Experiment, Panel, fmt
+from emulator.sim.workloads import SIZE_DISTRIBUTIONS
+from scheduler.topology import parse_topology
 
 PAPER = "Mesh processor management dissertation"
 N_FULL, W_FULL = 20500, 500
@@ -206,9 +208,6 @@ def balanced_limits(size: str, topology: str = "mesh:16x16", queues: int = 3) ->
     """Size-class limits that give each queue about the same share of arrivals for ``size``
     (7.3.3: "thresholds ... defined in order to balance the number of jobs that arrive at each
     queue"): the inverted-CDF quantiles of 200,000 draws from a fixed seed."""
-    from emulator.sim.workloads import SIZE_DISTRIBUTIONS
-    from scheduler.topology import parse_topology
-
     dist = SIZE_DISTRIBUTIONS.create(size, parse_topology(topology))
     _, procs = dist.sample(np.random.default_rng(12345), 200_000)
     qs = np.quantile(procs, [i / queues for i in range(1, queues)], method="inverted_cdf")

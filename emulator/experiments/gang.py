@@ -22,7 +22,11 @@ import random
 import statistics
 
 from emulator.experiments import register
-from emulator.experiments.runner import Check, Experiment, Panel, fmt
+from emulator.experiments.experiment import Check, Experiment, Panel, fmt
+from emulator.sim.gang import run_gang
+from emulator.sim.workloads import make_workload
+from scheduler.jobs import Job
+from scheduler.topology import Request
 
 PAPER = "Multilevel two-queue coscheduling (Zhou, Brent, Qu 1997)"
 EXACT = 1e-9
@@ -39,10 +43,6 @@ EQ3_CURVE_M = 12  # the per-job panels
 def eq3_point(params: dict, seed: int) -> dict:
     """One closed two-queue run (section 3). The service list depends on M, K and the seed
     only, so every N of one M sees the same jobs (the N1-vs-N2 comparison of section 3)."""
-    from emulator.sim.gang import run_gang
-    from scheduler.jobs import Job
-    from scheduler.topology import Request
-
     n, big_l, big_k, q = params["N"], params["L"], params["K"], params["slot"]
     m = n * big_l
     rng = random.Random(f"{seed}:{m}:{big_k}")
@@ -231,9 +231,6 @@ def compare_point(params: dict, seed: int) -> dict:
     """One gang run on a Poisson stream with hyperexponential run times (all jobs submitted
     before ``until``). At overload the run stops at ``until`` and the completed jobs are
     measured; otherwise every job is run to completion."""
-    from emulator.sim.gang import run_gang
-    from emulator.sim.workloads import make_workload
-
     lo, hi = params["dims"]
     wl = make_workload(params["topology"], params["load"], "uniform", "hyperexp",
                        service_mean=params["service_mean"], seed=seed,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from emulator.experiments import register
 from emulator.experiments._points import trace_point
-from emulator.experiments.runner import Check, Experiment, Panel, fmt
+from emulator.experiments.experiment import Check, Experiment, Panel, fmt
 
 PAPER = "Lazy scheduling journal paper (claims) on the NASA iPSC/860 log"
 TRACE = "NASA-iPSC-1993-3.1-cln.swf.gz"

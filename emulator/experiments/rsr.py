@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from emulator.experiments import register
 from emulator.experiments._points import sim_point
-from emulator.experiments.runner import Check, Experiment, Panel, fmt
+from emulator.experiments.experiment import Check, Experiment, Panel, fmt
 
 PAPER = "Restricted size reduction paper (Chang, Mohapatra)"
 LOADS = [round(0.1 * i, 1) for i in range(1, 10)]

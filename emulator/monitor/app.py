@@ -13,17 +13,23 @@ frame advances with the wall clock (elapsed and remaining times keep moving).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
+import termios
 import time
+import tty
 
 import msgpack
 import zmq
+from rich.console import Console
+from rich.live import Live
 
 from emulator.live import home as homemod
 from emulator.live import protocol as P
-from emulator.monitor.model import MonitorState
+from emulator.live.client import Client, ClientError
 from emulator.monitor import view as V
+from emulator.monitor.model import MonitorState
 
 STALE_AFTER = 3.5  # seconds without any event: say so in the header
 
@@ -56,8 +62,6 @@ class Feed:
     the events, and the MonitorState they feed."""
 
     def __init__(self, home=None, endpoint: str | None = None, events: str | None = None, timeout: float = 5.0):
-        from emulator.live.client import Client
-
         home = homemod.home_dir() if home is None and endpoint is None else home
         self.client = Client(endpoint, timeout=timeout, home=home)
         self.sub = zmq.Context.instance().socket(zmq.SUB)
@@ -107,8 +111,6 @@ class Feed:
         return n
 
     def fetch_missing(self, min_interval: float = 0.2) -> None:
-        from emulator.live.client import ClientError
-
         now = time.monotonic()
         if now - self.last_fetch < min_interval:
             return
@@ -136,9 +138,6 @@ class Feed:
 @contextlib.contextmanager
 def cbreak(fd):
     """stdin in cbreak mode (keys arrive one by one, no echo), restored on exit."""
-    import termios
-    import tty
-
     old = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)
@@ -149,10 +148,6 @@ def cbreak(fd):
 
 def once(home=None, endpoint=None, width: int | None = None, as_json: bool = False, timeout: float = 5.0) -> str:
     """One snapshot of the cluster, rendered (or as the JSON view dict)."""
-    import json
-
-    from rich.console import Console
-
     feed = Feed(home, endpoint, timeout=timeout)
     try:
         s = feed.sync()
@@ -174,9 +169,6 @@ def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | 
         stop=None, console=None, feed: Feed | None = None) -> dict:
     """The live view until q, the daemon's shutdown, ``until`` (a time.monotonic() deadline)
     or ``stop()`` returning true. Returns the last view dict."""
-    from rich.console import Console
-    from rich.live import Live
-
     own = feed is None
     if own:
         feed = Feed(home, endpoint, events)

@@ -1,0 +1,76 @@
+"""``figure.png`` of ``mcemu reproduce``: one subplot per panel of the experiment, with 95%
+confidence bars and an open marker where a point reached the replication cap."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from emulator.experiments.experiment import Experiment, Results, _hashable, _sort_key
+from emulator.experiments.report import _panel_rows
+
+
+def plot(exp: Experiment, res: Results, path: Path) -> None:
+    # lazy: matplotlib costs 530 ms, and the runner (so `mcemu reproduce --list`, the tests)
+    # imports this module without plotting
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(exp.panels)
+    rows, cols = exp.layout or ((1, n) if n <= 3 else (math.ceil(n / 2), 2))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes.flat, exp.panels):
+        series = _panel_rows(res, panel)
+        if panel.kind == "bar":
+            xs = sorted({t[0] for v in series.values() for t in v}, key=_sort_key)
+            width = 0.8 / max(1, len(series))
+            for i, (lab, pts) in enumerate(series.items()):
+                pos = {t[0]: t for t in pts}
+                idx = [j for j, x in enumerate(xs) if x in pos]
+                ys = [pos[xs[j]][1] for j in idx]
+                es = [_finite(pos[xs[j]][2]) for j in idx]
+                ax.bar([j - 0.4 + width * (i + 0.5) for j in idx], ys, width, yerr=es, capsize=3, label=lab)
+            ax.set_xticks(range(len(xs)))
+            ax.set_xticklabels([str(x) for x in xs])
+        else:
+            for lab, pts in series.items():
+                xs = [t[0] for t in pts]
+                ys = [t[1] for t in pts]
+                es = [_finite(t[2]) for t in pts]
+                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=4, capsize=3, label=lab)
+                capx = [t[0] for t in pts if t[3]]
+                if capx:
+                    capy = [t[1] for t in pts if t[3]]
+                    ax.plot(capx, capy, "o", mfc="white", ms=7, color=line[0].get_color())
+        if panel.hline:
+            vals = [p.mean(panel.hline) for p in res.select(**panel.where)]
+            vals = [v for v in vals if math.isfinite(v)]
+            if vals and panel.kind != "bar":
+                ax.axhline(sum(vals) / len(vals), ls="--", color="k", lw=1, label=panel.hline)
+        if panel.hline and panel.kind == "bar":
+            xs = sorted({t[0] for v in series.values() for t in v}, key=_sort_key)
+            for j, x in enumerate(xs):
+                vals = [p.mean(panel.hline) for p in res.select(**panel.where)
+                        if _hashable(p.params.get(panel.x)) == x]
+                if vals:
+                    ax.hlines(sum(vals) / len(vals), j - 0.45, j + 0.45, colors="k", linestyles="--", lw=1.2)
+        if panel.logy and any(t[1] > 0 for v in series.values() for t in v if math.isfinite(t[1])):
+            ax.set_yscale("log")
+        ax.set_title(panel.title, fontsize=10)
+        ax.set_xlabel(panel.xlabel or panel.x)
+        ax.set_ylabel(panel.ylabel or panel.metric)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    quick = " (quick form)" if res.quick else ""
+    fig.suptitle(f"{exp.paper}, {exp.figure}: {exp.title}{quick}\n"
+                 "error bars: 95% CI; open marker: replication cap reached", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _finite(v):
+    return v if isinstance(v, (int, float)) and math.isfinite(v) else 0.0

@@ -1,0 +1,157 @@
+"""The text outputs of ``mcemu reproduce``: ``results.csv``, the JSON summary, ``REPORT.md`` (the
+paper's claim, our numbers as tables, the computed verdict) and the folder's ``README.md``
+index of every experiment."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from emulator import experiments
+from emulator.experiments.experiment import Check, Experiment, Panel, Results, _hashable, _sort_key, fmt
+
+CSV_TAIL = ["metric", "mean", "ci95", "replications", "capped"]
+
+
+def write_csv(path: Path, exp: Experiment, res: Results) -> None:
+    cols: list[str] = []
+    for p in res.points:
+        for k in p.params:
+            if k not in cols and k not in CSV_TAIL:
+                cols.append(k)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols + CSV_TAIL)
+        for p in res.points:
+            row = [json.dumps(p.params[c], sort_keys=True) if isinstance(p.params.get(c), (dict, list))
+                   else p.params.get(c, "") for c in cols]
+            for m in exp.metrics:
+                mu, hw = p.stats.get(m, (math.nan, math.nan))
+                w.writerow(row + [m, repr(mu), repr(hw), p.reps, int(p.capped)])
+
+
+def _panel_rows(res: Results, panel: Panel):
+    """{series label: [(x, mean, ci, capped), ...]} sorted by x."""
+    series: dict[str, list] = {}
+    for p in res.select(**panel.where):
+        lab = panel.label(p.params)
+        if panel.xmetrics:
+            for xv, m in panel.xmetrics:
+                if m in p.stats:
+                    series.setdefault(lab, []).append((xv, p.mean(m), p.ci(m), p.capped))
+        else:
+            series.setdefault(lab, []).append((_hashable(p.params.get(panel.x)), p.mean(panel.metric),
+                                               p.ci(panel.metric), p.capped))
+    for v in series.values():
+        v.sort(key=lambda t: _sort_key(t[0]))
+    return series
+
+
+def panel_table(res: Results, panel: Panel, exact: bool = False) -> str:
+    series = _panel_rows(res, panel)
+    xs = sorted({t[0] for v in series.values() for t in v}, key=_sort_key)
+    labs = list(series)
+    head = f"| {panel.xlabel or panel.x} | " + " | ".join(labs) + " |"
+    what = "one deterministic run" if exact else "mean ± 95% CI half-width; * = cap reached"
+    lines = [f"**{panel.title}** — {panel.ylabel or panel.metric} ({what})",
+             "", head, "|" + "---|" * (len(labs) + 1)]
+    for x in xs:
+        cells = []
+        for lab in labs:
+            hit = [t for t in series[lab] if t[0] == x]
+            if not hit:
+                cells.append("")
+                continue
+            _, mu, hw, capped = hit[0]
+            cells.append(fmt(mu) if exact else f"{fmt(mu)} ± {fmt(hw, 2)}" + ("*" if capped else ""))
+        lines.append(f"| {x} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(path: Path, exp: Experiment, res: Results, check: Check, quick: bool, summary: dict) -> None:
+    capped = [p for p in res.points if p.capped]
+    min_r, cap = exp.caps(quick)
+    lines = [f"# {exp.name}: {exp.title}", "",
+             f"*{exp.paper}, {exp.figure}.*" + (" **Quick form** (reduced grid, short runs: "
+                                                 "not for conclusions)." if quick else ""), "",
+             "## The paper's claim", "", exp.claim, "",
+             "## Settings used", "", exp.settings_text(quick).strip(), "",
+             ("Replications: one run per point (deterministic)." if exp.deterministic else
+              "Replications: independent seeds per replication (the same seeds across the points "
+              "of this experiment: common random numbers), "
+                f"at least {min_r}, at most {cap}, until the 95% confidence half-width of "
+                f"{', '.join(exp.stop_on or exp.metrics[:1])} is within {exp.precision:.0%} of its mean."),
+             "", "## Our numbers", "", "![figure](figure.png)", ""]
+    for panel in exp.panels:
+        lines += [panel_table(res, panel, exp.deterministic), ""]
+    if exp.table:
+        lines += [exp.table(res), ""]
+    lines += ["## Check", ""]
+    for ok, text in check.items:
+        lines.append(f"- [{'x' if ok else ' '}] {'holds' if ok else 'does not hold'}: {text}")
+    held = sum(ok for ok, _ in check.items)
+    lines += ["", f"**Verdict: {check.verdict}** ({held} of {len(check.items)} sub-claims hold on our numbers).", ""]
+    if exp.notes:
+        lines += ["## Why we think so", "", exp.notes.strip(), ""]
+    lines += ["## Replications", "",
+              f"{len(res.points)} points, {sum(p.reps for p in res.points)} replications "
+              f"({summary['replications_computed']} computed in this invocation, "
+              f"{summary['wall_seconds']:.1f} s)."]
+    if capped:
+        why = ("the quick form's cap: its short runs are not meant to meet the target" if quick else
+               "runs disagree too much: past saturation the delay grows with the run, and "
+               "heavy-tailed service (hyperexponential, Cx 4) needs far more runs")
+        lines.append(f"{len(capped)} point(s) reached the cap of {cap} replications without the "
+                     f"target precision ({why}):")
+        stop = (exp.stop_on or exp.metrics[:1])[0]
+        for p in capped[:40]:
+            rel = p.ci(stop) / abs(p.mean(stop)) if p.mean(stop) else math.nan
+            lines.append(f"- {_short(p.params)}: {stop} half-width {fmt(rel * 100, 3)}% of the mean")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _short(params: dict) -> str:
+    keep = ("topology", "allocator", "scheduler", "reduction", "size", "service", "load", "iatm", "jobs",
+            "dparams", "study")
+    return ", ".join(f"{k}={json.dumps(params[k]) if isinstance(params[k], dict) else params[k]}"
+                     for k in keep if k in params and params[k] not in (None, {}, ""))
+
+
+def write_index(out_dir: Path) -> Path:
+    """``DIR/README.md``: every experiment of the registry with its figure and the verdict
+    line of its REPORT.md, so a reader sees the results without running anything."""
+    out_dir = Path(out_dir)
+    rows, sections = [], []
+    for exp in experiments.all_experiments():
+        report = out_dir / exp.name / "REPORT.md"
+        if not report.exists():
+            rows.append(f"| {exp.name} | {exp.paper}, {exp.figure} | not run yet |")
+            continue
+        text = report.read_text()
+        verdict = next((ln for ln in text.splitlines() if ln.startswith("**Verdict:")), "no verdict")
+        quick = " (quick form)" if "**Quick form**" in text else ""
+        rows.append(f"| [{exp.name}]({exp.name}/REPORT.md) | {exp.paper}, {exp.figure} | {verdict}{quick} |")
+        sections += [f"## {exp.name}: {exp.title}", "", f"*{exp.paper}, {exp.figure}.* {verdict}{quick} "
+                     f"[report]({exp.name}/REPORT.md), [data]({exp.name}/results.csv)", "",
+                     f"![{exp.name}]({exp.name}/figure.png)", ""]
+    lines = ["# Reproduced results", "",
+             "Each experiment re-runs one figure or table of the papers with `mcemu reproduce NAME`; "
+             "its REPORT.md states the paper's claim, our numbers and a verdict computed from them.",
+             "", "| experiment | paper, figure | verdict |", "|---|---|---|", *rows, "", *sections]
+    path = out_dir / "README.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _summary(exp, res, check, quick, computed, secs) -> dict:
+    return {
+        "experiment": exp.name, "paper": exp.paper, "figure": exp.figure, "title": exp.title,
+        "quick": quick, "verdict": check.verdict,
+        "checks": [{"holds": ok, "claim": t} for ok, t in check.items],
+        "replications_computed": computed, "wall_seconds": round(secs, 3),
+        "points": [{"params": p.params, "replications": p.reps, "capped": p.capped,
+                    "metrics": {m: {"mean": p.stats[m][0], "ci95": p.stats[m][1]}
+                                for m in exp.metrics if m in p.stats}}
+                   for p in res.points],
+    }

@@ -1,0 +1,142 @@
+"""The node agent's warm child: one task process pre-started per node.
+
+Spawning a task costs ~2 ms of CPU, and a 64-node job on two cores would start only when the
+slowest of 64 spawns is done. So every node keeps one task process pre-started (``setpriv
+--pdeathsig KILL -- /bin/sh -s`` in its own session, reading its script from a pipe, at
+SCHED_IDLE so that starting it only uses otherwise idle CPU). A ``run`` hands it out: the agent
+sets it back to SCHED_OTHER; for a command task it writes one short script (export the MCEMU_*
+variables, then ``exec /bin/sh -c COMMAND`` with the same redirections and 0600 output file as
+a cold spawn) and closes the pipe; a synthetic task runs no code, so the warm shell, still
+blocked on its pipe, IS the task and the agent ends it at its deadline (SIGKILL, reported as
+status 0, as for gang tasks; a stopped one only once continued, as a stopped sleep). The next
+warm child is started WARM_DELAY (x 1-2) later, off the critical path: at 10 ms a 64-node job's
+first nodes were spawning while its last ones still waited for their ``run``. The warm child
+dies with its node: EOF on its pipe ends the shell, PR_SET_PDEATHSIG kills it, and the agent
+kills it on exit. Without a warm child (or without setpriv, or for ``burn``) a task is spawned
+cold (:mod:`nodes.spawn`).
+
+:class:`WarmChild` is a part of :class:`nodes.agent.Agent` (a mixin, so that a ``run`` calls
+these methods on the agent itself, as before the split); it uses the agent's ``warm``,
+``warm_at``, ``warm_policy``, ``reset_policy``, ``stopping``, ``node`` and ``umask``.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import signal
+import time
+
+from nodes.spawn import SETPRIV
+
+WARM_FIRST = (3.0, 2.0)  # the first warm child: 3-5 s after registration (random), so that the
+                         # nodes' warm children are not started while the other nodes start up
+WARM_DELAY = 0.05   # seconds after a hand-out before the next warm child is started (x 1-2, random):
+                    # after the job's other nodes have started their tasks, and spread so
+                    # that the job's nodes do not all spawn at the same moment
+WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned cold instead
+
+
+class WarmChild:
+    """The warm child's life: started at a timer, handed out to a ``run``, replaced, dropped."""
+
+    def _start_warm(self):
+        self.warm_at = None
+        if not SETPRIV or self.warm is not None or self.stopping:
+            return
+        r, w = os.pipe()  # both ends close-on-exec; the spawn dup2s the read end to fd 0
+        try:
+            # spawned with the agent's own policy: a real-time agent waits in vfork until the
+            # child has exec'd, and at SCHED_OTHER that child queued behind CPU-bound tasks
+            # (gang switch skew p99 157 ms with burning tasks); it is lowered right after
+            pid = os.posix_spawn(SETPRIV, [SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-s"], os.environ,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)], setsid=True)
+        except OSError:
+            os.close(w)
+            self.warm_at = time.monotonic() + WARM_FIRST[0]
+            return
+        finally:
+            os.close(r)
+        if self.warm_policy is not None:
+            try:  # the rest of its start-up (two execs) then only uses CPU nobody else wants
+                os.sched_setscheduler(pid, self.warm_policy, os.sched_param(0))
+            except OSError:
+                pass
+        self.warm = (pid, w)
+
+    def _drop_warm(self):
+        if self.warm is None:
+            return
+        pid, w = self.warm
+        self.warm = None
+        os.close(w)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+    def _hand_out(self, m, out):
+        """Make the warm child the task of ``m``: (pid, write end of its pipe kept open for a
+        synthetic task, else None), or None (then spawn cold).
+
+        A synthetic task runs no code of its own: the warm shell, blocked reading its script
+        from the pipe, IS the task (a process that exists, is stopped and continued, and ends
+        when its time is up); the agent ends it (SIGKILL, reported as exit status 0) at its
+        deadline, as it already does for gang tasks. A command task gets its script."""
+        if self.warm is None:
+            return None
+        if not m.get("command"):
+            pid, w = self.warm
+            self.warm = None
+            self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
+            if self.warm_policy is not None or self.reset_policy:
+                try:
+                    os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+                except OSError:  # gone, or not permitted: spawn cold
+                    return self._discard(pid, w)
+            return pid, w
+        q = shlex.quote
+        lines = ["export MCEMU_JOB_ID=%d MCEMU_NODE=%d MCEMU_RANK=%d MCEMU_ATTEMPT=%d MCEMU_NODES=%s MCEMU_JOB_NAME=%s"
+                 % (m["job"], self.node, m["rank"], m["attempt"], ",".join(map(str, m["nodes"])),
+                    q(m.get("name", "")))]
+        # the output file is created 0600 as a cold spawn creates it; the command gets the
+        # agent's umask back
+        lines += ["umask 077", f"exec >{q(out or os.devnull)}", f"umask {self.umask:04o}",
+                  f"exec /bin/sh -c {q(m['command'])} </dev/null 2>&1"]
+        script = ("\n".join(lines) + "\n").encode()
+        if len(script) > WARM_MAX_SCRIPT:
+            return None
+        pid, w = self.warm
+        self.warm = None
+        self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
+        try:
+            if self.warm_policy is not None or self.reset_policy:
+                os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            os.write(w, script)
+        except OSError:  # it died, or its policy cannot be reset: spawn cold
+            return self._discard(pid, w)
+        os.close(w)
+        return pid, None
+
+    @staticmethod
+    def _discard(pid, w):
+        """Kill a warm child that cannot become the task (reaped later as an unknown child)."""
+        os.close(w)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return None
+
+    def _lost_warm(self, pid) -> bool:
+        """``pid`` was the warm child and died unused: start another later."""
+        if self.warm is None or self.warm[0] != pid:
+            return False
+        os.close(self.warm[1])
+        self.warm = None
+        self.warm_at = time.monotonic() + WARM_FIRST[0]
+        return True
