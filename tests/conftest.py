@@ -3,7 +3,8 @@ the real ``mcemu`` command line and stopped BY PID at teardown.
 
 Every pid the fixture ever sees (daemon, launcher, nodes, tasks, extra processes a test
 registers) is remembered with its create time; teardown runs ``mcemu down`` and then
-terminates by pid whatever of those is still alive, and fails the test if it had to.
+terminates by pid whatever of those is still alive, and fails the test if it had to or if
+``mcemu down`` itself failed.
 """
 from __future__ import annotations
 
@@ -19,15 +20,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from scheduler import allocators, disciplines
+from emulator.cli.cluster import cluster_processes
+from emulator.live import home as homemod
+from emulator.live.client import Client
 
-
-def pick(preferred: str, fallback: str, registry) -> str:
-    return preferred if preferred in registry.names() else fallback
-
-
-ALLOCATOR = pick("buddy", "naive", allocators)
-SCHEDULER = "fcfs"  # always there; lazy is written concurrently and tested by its own suite
+# the policies of the live tests; no fallback: an unregistered one fails ``mcemu up``
+ALLOCATOR = "buddy"
+SCHEDULER = "fcfs"
 
 
 def wait_for(cond, timeout: float, what: str = "condition", interval: float = 0.02):
@@ -48,6 +47,7 @@ class LiveCluster:
         self.env = dict(os.environ, MCEMU_HOME=str(home))
         self.seen: dict[int, float] = {}  # pid -> create time
         self._client = None
+        self.leftover: list[int] = []  # pids teardown had to kill
 
     # -------------------------------------------------------------- command line
 
@@ -85,8 +85,6 @@ class LiveCluster:
     # -------------------------------------------------------------- processes
 
     def record(self, *procs) -> None:
-        from emulator.cli.cluster import cluster_processes
-
         ps = cluster_processes(self.home)
         for p in [ps["daemon"], ps["launcher"], *ps["tree"], *procs]:
             if p is None:
@@ -110,33 +108,30 @@ class LiveCluster:
         return out
 
     def daemon_pid(self) -> int | None:
-        from emulator.live import home as homemod
-
         p = homemod.read_pidfile(self.home / "daemon.pid")
         return p.pid if p else None
 
     @property
     def client(self):
-        from emulator.live.client import Client
-
         if self._client is None:
             self._client = Client(home=self.home, timeout=5.0)
         return self._client
 
     def teardown(self) -> list[int]:
-        """Stop everything by pid; returns the pids that had to be terminated here."""
+        """Stop everything by pid; returns the pids that had to be terminated here. A failing
+        ``mcemu down`` is raised (it fails the test), after the processes are stopped by pid."""
         try:
             self.down()
-        except Exception:
-            pass
-        left = self.alive()
-        for p in left:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(left, timeout=5)
-        return [p.pid for p in left]
+        finally:
+            left = self.alive()
+            for p in left:
+                try:
+                    p.kill()
+                except psutil.Error:  # exited meanwhile
+                    pass
+            psutil.wait_procs(left, timeout=5)
+            self.leftover = [p.pid for p in left]
+        return self.leftover
 
 
 @pytest.fixture
@@ -146,6 +141,8 @@ def cluster():
     try:
         yield c
     finally:
-        leftover = c.teardown()
-        shutil.rmtree(home, ignore_errors=True)
+        try:
+            leftover = c.teardown()
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
         assert not leftover, f"processes still alive after teardown: {leftover}"

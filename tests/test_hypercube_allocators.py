@@ -299,6 +299,12 @@ def complete_names():
             if allocators.REGISTRY.get(name).complete_recognition]
 
 
+def test_complete_recognition_cases_are_the_allocators_that_claim_it():
+    # the two tests below are parametrized over complete_names(): an empty or shrunken list
+    # would quietly test less (buddy and gray-code see only aligned/BRGC subcubes)
+    assert complete_names() == ["free-list", "mss", "multiple-gray-code", "naive", "pc-graph", "tree-collapsing"]
+
+
 def check_recognition(alloc, n):
     free = alloc.free_nodes()
     for k in range(n + 1):

@@ -17,19 +17,18 @@ import time
 import pytest
 
 from conftest import ALLOCATOR, SCHEDULER, wait_for
+from emulator.sim import simulator as sim
+from emulator.sim import workloads
+from scheduler.jobs import Job
+from scheduler.topology import Request
 
 pytestmark = pytest.mark.live
-sim = pytest.importorskip("emulator.sim.simulator")
-workloads = pytest.importorskip("emulator.sim.workloads")
 
 UNIT = 0.02
 N_JOBS = 30
 
 
 def test_live_run_and_simulation_make_the_same_decisions(cluster):
-    from scheduler.jobs import Job
-    from scheduler.topology import Request
-
     topo = "hypercube:4"
     jobs = list(workloads.generate(topo, 0.8, "uniform", "uniform", service_mean=5.0, seed=11, jobs=N_JOBS))
     cluster.up("--topology", topo, "--allocator", ALLOCATOR, "--scheduler", SCHEDULER, "--time-unit", UNIT)

@@ -139,6 +139,86 @@ def test_process_pool_matches_serial(tmp_path):
     assert [p["metrics"] for p in a["points"]] == [p["metrics"] for p in b["points"]]
 
 
+# ------------------------------------------------------------------ the verdict
+
+
+@pytest.mark.parametrize("outcomes, verdict", [
+    ((), "inconclusive"),
+    ((True,), "agree"),
+    ((True, True, True), "agree"),
+    ((False,), "disagree"),
+    ((False, False, False), "disagree"),
+    ((True, False), "partly agree"),
+    ((False, False, True), "partly agree"),
+    ((1, 0, "yes"), "partly agree"),  # truthy values count as held
+])
+def test_verdict_is_computed_from_the_checks(outcomes, verdict):
+    c = Check()
+    for i, ok in enumerate(outcomes):
+        assert c(ok, f"claim {i}") is bool(ok)
+    assert c.items == [(bool(ok), f"claim {i}") for i, ok in enumerate(outcomes)]
+    assert c.verdict == verdict
+
+
+def doubling_point(params, seed):
+    return {"y": 2.0 * params["x"]}
+
+
+def _claims(name, claims):
+    """An experiment whose point gives y = 2x; each claim (x, y, text) holds iff y is 2x."""
+    def check(res):
+        c = Check()
+        for x, y, text in claims:
+            c(res.mean("y", x=x) == y, text)
+        return c
+
+    return Experiment(name, "test paper", "Figure 0", "doubling", "y is twice x", doubling_point,
+                      lambda quick: [{"x": 1}, {"x": 2}], ("y",), [Panel("y vs x", "y", x="x", series=lambda p: "y")],
+                      check, settings="none", deterministic=True)
+
+
+def check_block(report: str) -> list[str]:
+    """REPORT.md from the first line after "## Check" to the verdict line."""
+    lines = report.splitlines()
+    start = lines.index("## Check") + 2
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("**Verdict: "))
+    return lines[start:end + 1]
+
+
+@pytest.mark.parametrize("claims, verdict, lines", [
+    ([(1, 2.0, "y is 2 at 1"), (2, 4.0, "y is 4 at 2")], "agree",
+     ["- [x] holds: y is 2 at 1", "- [x] holds: y is 4 at 2", "",
+      "**Verdict: agree** (2 of 2 sub-claims hold on our numbers)."]),
+    ([(1, 2.0, "y is 2 at 1"), (2, 5.0, "y is 5 at 2")], "partly agree",
+     ["- [x] holds: y is 2 at 1", "- [ ] does not hold: y is 5 at 2", "",
+      "**Verdict: partly agree** (1 of 2 sub-claims hold on our numbers)."]),
+    ([(1, 3.0, "y is 3 at 1"), (2, 5.0, "y is 5 at 2")], "disagree",
+     ["- [ ] does not hold: y is 3 at 1", "- [ ] does not hold: y is 5 at 2", "",
+      "**Verdict: disagree** (0 of 2 sub-claims hold on our numbers)."]),
+])
+def test_verdict_and_report_follow_known_checks(tmp_path, claims, verdict, lines):
+    s = run_experiment(_claims("claims", claims), tmp_path, jobs=1, progress=False)
+    assert s["verdict"] == verdict
+    assert s["checks"] == [{"holds": ln.startswith("- [x]"), "claim": t} for ln, (_, _, t) in zip(lines, claims)]
+    assert json.loads((tmp_path / "claims" / "results.json").read_text())["verdict"] == verdict
+    assert check_block((tmp_path / "claims" / "REPORT.md").read_text()) == lines
+
+
+def assert_verdict_follows_the_checks(summary: dict, report: str) -> None:
+    """The summary's verdict is Check.verdict of the summary's own checks, and REPORT.md lists
+    exactly those checks and that verdict with its count."""
+    checks = summary["checks"]
+    assert checks, "an experiment must check at least one sub-claim"
+    again = Check()
+    for c in checks:
+        again(c["holds"], c["claim"])
+    assert summary["verdict"] == again.verdict
+    held = sum(c["holds"] for c in checks)
+    assert check_block(report) == [
+        *(f"- [x] holds: {c['claim']}" if c["holds"] else f"- [ ] does not hold: {c['claim']}" for c in checks),
+        "", f"**Verdict: {summary['verdict']}** ({held} of {len(checks)} sub-claims hold on our numbers)."]
+
+
 # ------------------------------------------------------------------ CLI
 
 
@@ -160,8 +240,8 @@ def test_cli_unknown_name_lists_names(capsys):
 def test_cli_json_run(tmp_path, capsys):
     assert main(["reproduce", "lazy-fig6", "--quick", "--jobs", "1", "--out", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["experiment"] == "lazy-fig6" and doc["verdict"] in ("agree", "partly agree", "disagree")
-    assert (tmp_path / "lazy-fig6" / "REPORT.md").exists()
+    assert doc["experiment"] == "lazy-fig6"
+    assert_verdict_follows_the_checks(doc, (tmp_path / "lazy-fig6" / "REPORT.md").read_text())
 
 
 # ------------------------------------------------------------------ every experiment, quick
@@ -203,6 +283,5 @@ def test_quick_form_outputs(name, tmp_path):
     assert "## The paper's claim" in report and "## Settings used" in report
     verdicts = [ln for ln in report.splitlines() if ln.startswith("**Verdict: ")]
     assert len(verdicts) == 1
-    assert s["verdict"] in ("agree", "partly agree", "disagree") and f"**Verdict: {s['verdict']}**" in verdicts[0]
-    assert s["checks"], "an experiment must check at least one sub-claim"
+    assert_verdict_follows_the_checks(s, report)
     assert (out / "runs.jsonl").exists()
