@@ -64,8 +64,13 @@ import time
 import venv
 from pathlib import Path
 
+from rich.console import Console
+from rich.table import Table
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from emulator.sim import swf  # noqa: E402
 
 ACCASIM = "accasim==1.1.3"
 TRACE = ROOT.parent / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz"
@@ -135,11 +140,12 @@ import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 from emulator.sim import swf
-from emulator.sim.simulator import Simulation, build_discipline
+from emulator.sim.simulator import Simulation
+from scheduler.stack import StackConfig, build
 t_import = time.perf_counter() - t0
 trace, topology, zero, record = sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5] == "1"
 t0 = time.perf_counter()
-d = build_discipline(topology, "naive", "fcfs")
+d = build(StackConfig(topology, "naive", "fcfs")).policy
 t_setup = time.perf_counter() - t0
 starts = {}
 c0, t0 = time.process_time(), time.perf_counter()
@@ -151,7 +157,7 @@ t_sim, c_sim = time.perf_counter() - t1, time.process_time() - c1
 m = res.metrics
 waits = {}
 if record:  # per-job waits from a second, identical run with a start trace (not timed)
-    Simulation(build_discipline(topology, "naive", "fcfs"), jobs,
+    Simulation(build(StackConfig(topology, "naive", "fcfs")).policy, jobs,
                trace=lambda k, t, s: waits.__setitem__(str(s.job.id), t - s.job.submit)
                if k == "start" else None).run()
 print(json.dumps({
@@ -225,8 +231,8 @@ def ensure_accasim(env: Path | None, log) -> tuple[Path, str, bool]:
 
 def write_inputs(jobs, work: Path) -> tuple[Path, Path]:
     """AccaSim's plain SWF of exactly ``jobs`` and its system config (128 x 1 core)."""
-    swf = work / "nasa-accasim.swf"
-    with open(swf, "w") as f:
+    log = work / "nasa-accasim.swf"
+    with open(log, "w") as f:
         f.write(f"; mcemu bench_accasim: {len(jobs)} jobs, run time 0 given {ZERO_RUNTIME} s\n")
         for j in jobs:
             sub, run, p = j.submit, j.runtime, j.request.processors_needed
@@ -236,7 +242,7 @@ def write_inputs(jobs, work: Path) -> tuple[Path, Path]:
             f.write(f"{j.id} {int(sub)} -1 {int(run)} {p} -1 -1 {p} -1 -1 -1 {user} -1 -1 -1 -1 -1 -1\n")
     cfg = work / "system.json"
     cfg.write_text(json.dumps({"groups": {"node": {"core": 1}}, "resources": {"node": NODES}}))
-    return swf, cfg
+    return log, cfg
 
 
 def run_json(cmd, cwd) -> tuple[dict, float]:
@@ -272,8 +278,6 @@ def main(argv=None) -> int:
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else (lambda msg: print(msg))
     if not args.trace.exists():
         raise SystemExit(f"trace not found: {args.trace} (expected ../shared/traces next to the repo)")
-
-    from emulator.sim import swf
 
     py, version, installed = ensure_accasim(args.venv, log)
     jobs = swf.read_jobs(args.trace, TOPOLOGY, min_runtime=ZERO_RUNTIME)
@@ -337,9 +341,6 @@ def main(argv=None) -> int:
 
 
 def report(out: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     c = Console(width=None if sys.stdout.isatty() else 120)
     mc, acc = out["mcemu"], out["accasim"]
     c.print(f"[bold]{out['benchmark']}[/]\n[dim]{out['trace']}: {out['jobs']} jobs "

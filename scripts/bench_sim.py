@@ -14,7 +14,7 @@ Method (printed with the results):
   pools are limited to one thread before numpy is imported;
 * generation: ``list(workload.jobs(until=T))`` -- drawing and building every Job of the run;
 * simulation: ``Simulation(discipline, jobs, until=T).run()`` on that pre-built list, with a
-  fresh allocator and discipline each time;
+  fresh stack (``scheduler.stack.build``: allocator, quarantine, discipline) each time;
 * end to end: the way ``mcemu simulate`` runs, the job stream generated lazily inside the
   simulation (``Simulation(d, workload.jobs(), until=T).run()``);
 * each is repeated k times (default 5, ``--quick`` 2) and the best (smallest) wall time is
@@ -41,7 +41,6 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import gc  # noqa: E402
-import io  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import pstats  # noqa: E402
@@ -49,18 +48,27 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emulator.sim.simulator import Simulation, build_discipline  # noqa: E402
+from emulator.sim.simulator import Simulation  # noqa: E402
 from emulator.sim.workloads import make_workload  # noqa: E402
 from scheduler import disciplines  # noqa: E402
+from scheduler.stack import StackConfig, build  # noqa: E402
 
 TARGET = 150_000
 TOPOLOGY = "hypercube:10"
 ALLOCATOR = "buddy"
 LOAD = 0.7
 SEED = 1
+
+
+def discipline(scheduler: str):
+    """A fresh stack (allocator, quarantine, discipline) as every front end builds it."""
+    return build(StackConfig(TOPOLOGY, ALLOCATOR, scheduler)).policy
 
 
 def pin_one_core() -> str:
@@ -94,11 +102,11 @@ def measure(scheduler: str, service: str, T: float, repeat: int) -> dict:
     for _ in range(repeat):
         jobs, w, c = timed(lambda: list(wl.jobs(until=T)))
         keep("generate", w, c, {"jobs": len(jobs)})
-        d = build_discipline(TOPOLOGY, ALLOCATOR, scheduler)
+        d = discipline(scheduler)
         res, w, c = timed(lambda: Simulation(d, jobs, until=T).run())
         keep("simulate", w, c)
         metrics = res.metrics
-        d = build_discipline(TOPOLOGY, ALLOCATOR, scheduler)
+        d = discipline(scheduler)
         res2, w, c = timed(lambda: Simulation(d, wl.jobs(), until=T).run())
         keep("end_to_end", w, c)
         if res2.metrics["events"] != metrics["events"]:
@@ -139,7 +147,7 @@ def _module_of(filename: str) -> str:
 
 def profile(scheduler: str, service: str, T: float, top: int = 15) -> dict:
     wl = make_workload(TOPOLOGY, LOAD, "uniform", service, seed=SEED)
-    d = build_discipline(TOPOLOGY, ALLOCATOR, scheduler)
+    d = discipline(scheduler)
     pr = cProfile.Profile()
     pr.enable()
     Simulation(d, wl.jobs(), until=T).run()
@@ -202,9 +210,6 @@ def main(argv=None) -> int:
 
 
 def report(out: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     c = Console(width=None if sys.stdout.isatty() else 120)
     if out["warning"]:
         c.print(f"[bold red]WARNING:[/] {out['warning']}")

@@ -98,11 +98,26 @@ def _main(capsys, *args):
     (("--gang", "round-robin", "--reduction", "rsr:1"), "--reduction does not apply"),
     (("--gang", "round-robin", "--scheduler", "lazy"), "--scheduler does not apply"),
     (("--gang", "round-robin", "--warmup", "5"), "--warmup does not apply"),
+    (("--param", "threshold"), "--param must be KEY=VALUE"),
+    (("--gang", "round-robin", "--param", "bogus=1"), "round-robin.*no parameters"),
 ])
 def test_refused_options_are_one_line_errors(capsys, args, match):
     rc, err = _main(capsys, "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", *args)
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert __import__("re").search(match, err), err
+
+
+def test_gang_none_is_a_plain_run_and_params_use_the_stack_parser(capsys):
+    from emulator.cli import main
+
+    rc = main(["simulate", "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", "--gang", "none",
+               "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["scheduler"] == "fcfs" and "gang" not in out
+    rc = main(["simulate", "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", "--scheduler", "lazy",
+               "--param", "threshold=2e1", "--param", "literal=off", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["params"] == {"threshold": 20.0, "literal": False}
 
 
 def test_write_swf_into_a_directory_is_refused_before_the_run(capsys, tmp_path):

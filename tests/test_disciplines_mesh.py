@@ -4,13 +4,13 @@
 Hand-worked schedules on a small mesh with Zhu's first fit (the allocator of chapter 8), each
 derived from the paper's rules and the readings in the modules' docstrings, assert start
 times and start order; a smoke test runs every discipline with every allocator to
-completion. ``Drive`` is a tiny event loop: arrivals and departures at given times (a
-departure at start + Start.runtime, departures before timers before arrivals at equal times)
-and, when the discipline asks through ``next_wakeup()``, a ``tick`` at that time.
+completion. ``Drive`` is the simulator's event engine (emulator.sim.engine) with an observer:
+arrivals and departures at given times (a departure at start + Start.runtime, departures
+before timers before arrivals at equal times) and, when the discipline asks through
+``next_wakeup()``, a ``tick`` at that time.
 """
 from __future__ import annotations
 
-import heapq
 import itertools
 import json
 import math
@@ -18,12 +18,11 @@ import random
 
 import pytest
 
+from emulator.sim.engine import ARRIVE, DEPART, TIMER, Engine
 from scheduler import allocators, disciplines
 from scheduler.disciplines import DisciplineError
 from scheduler.jobs import Job, JobError
 from scheduler.topology import Request, RequestTooLarge, parse_topology
-
-DEPART, TIMER, ARRIVE = 0, 1, 2
 
 
 def S(w, h):
@@ -31,51 +30,41 @@ def S(w, h):
 
 
 class Drive:
+    """Script arrivals with ``arrive``, then ``run(until)`` (resumable); ``timers=False``:
+    a driver that never ticks."""
+
     def __init__(self, name, topology="mesh:4x4", allocator="first-fit", timers=True, **params):
         alloc = allocators.create(allocator, topology)
         self.d = disciplines.create(name, alloc.topology, alloc, **params)
-        self.heap: list = []
-        self.seq = itertools.count()
         self.starts: dict = {}
         self.order: list = []
         self.done: list = []
         self.ticks: list = []
         self.timers = timers
-        self._timer_at = None
+        self.engine = Engine(self.d, observers=[self], timers=timers)
 
     def arrive(self, t, jid, request, runtime):
-        heapq.heappush(self.heap, (t, ARRIVE, next(self.seq), Job(jid, t, request, runtime)))
+        self.engine.schedule(t, ARRIVE, Job(jid, t, request, runtime))
         return self
 
     def run(self, until=math.inf):
-        d = self.d
-        while self.heap and self.heap[0][0] <= until:
-            t, kind, _, obj = heapq.heappop(self.heap)
-            if kind == ARRIVE:
-                starts = d.arrive(obj, t)
-            elif kind == DEPART:
-                self.done.append(obj)
-                starts = d.depart(obj, t)
-            else:
-                if obj != self._timer_at:
-                    continue  # superseded by a later request
-                self._timer_at = None
-                self.ticks.append(t)
-                starts = d.tick(t)
-            for s in starts:
-                assert s.time == t
-                assert s.job.id not in self.starts, f"job {s.job.id} started twice"
-                self.starts[s.job.id] = s
-                self.order.append(s.job.id)
-                heapq.heappush(self.heap, (t + s.runtime, DEPART, next(self.seq), s.job.id))
-            if self.timers:
-                w = d.next_wakeup()
-                if w is not None:
-                    assert w > t, "a wakeup must lie in the future"
-                    if w != self._timer_at:
-                        self._timer_at = w
-                        heapq.heappush(self.heap, (w, TIMER, next(self.seq), w))
+        self.engine.run(until)
         return self
+
+    def observe(self, t, kind, item, starts):
+        if kind == DEPART:
+            self.done.append(item.job.id)
+        elif kind == TIMER:
+            self.ticks.append(t)
+        for s in starts:
+            assert s.time == t
+            assert s.job.id not in self.starts, f"job {s.job.id} started twice"
+            self.starts[s.job.id] = s
+            self.order.append(s.job.id)
+        if self.timers:
+            w = self.d.next_wakeup()
+            assert w is None or w > t, "a wakeup must lie in the future"
+        return False
 
     def start(self, jid):
         return self.starts[jid].time

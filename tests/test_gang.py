@@ -110,6 +110,19 @@ def test_round_robin_hand_worked():
     assert turnarounds(run) == {"A": 5, "B": 2, "C": 7, "D": 1.5}
 
 
+def test_engine_order_at_a_slot_boundary():
+    # q = 1; A and B (1 unit each) at 0, C (1 unit) arrives at 1, when A's work ends exactly
+    # at the end of its slot. At t=1 the engine takes A's completion, then C's arrival (C is
+    # checked in), then the slot timer (P moves to B): A[0,1) B[1,2) C[2,3). The slot switch
+    # after the last departure (nothing runs) is taken and counted.
+    run = run_gang("round-robin", "hypercube:2", [J("A", 0, 1), J("B", 0, 1), J("C", 1, 1)], trace=True)
+    assert turnarounds(run) == {"A": 1, "B": 2, "C": 2}
+    assert schedule(run) == [(0, "A", ("A",)), (1, "B", ("B",)), (2, "C", ("C",)), (3, None, ())]
+    assert run.metrics["slot_switches"] == 4
+    # events: 3 arrivals, 3 completions (the model's timer), 4 slot timers
+    assert run.perf["events"] == 10
+
+
 def test_two_queue_hand_worked():
     # N = 2: service [A, B], waiting [C]. A[0,1) B[1,2) A[2,3) done 3 -> C takes A's place
     # behind P; B[3,4) C[4,5) done 5; B[5,6) done 6

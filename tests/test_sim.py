@@ -1,14 +1,21 @@
-"""The simulator engine: hand-worked FCFS schedules, tie-breaking, determinism, conservation,
-Little's law, the metric definitions of the lazy paper."""
+"""The plain simulator (the engine with the fixed-runtime work model): hand-worked FCFS
+schedules, tie-breaking, determinism, conservation, Little's law, the metric definitions of
+the lazy paper."""
 from __future__ import annotations
 
 import random
 
 import pytest
 
-from emulator.sim.simulator import Simulation, SimulationError, build_discipline, ls_ratio, simulate
+from emulator.sim.simulator import Simulation, SimulationError, ls_ratio, simulate
 from scheduler.jobs import Job
+from scheduler.stack import StackConfig, StackError, build
 from scheduler.topology import Request
+
+
+def stack_policy(topology, allocator, scheduler, **kw):
+    """The policy a front end builds (scheduler.stack)."""
+    return build(StackConfig(topology, allocator, scheduler, **kw)).policy
 
 
 def J(i, t, k, r):
@@ -17,7 +24,7 @@ def J(i, t, k, r):
 
 def starts_of(topology, alloc, sched, jobs, **kw):
     log = []
-    d = build_discipline(topology, alloc, sched)
+    d = stack_policy(topology, alloc, sched)
     res = Simulation(d, jobs, trace=lambda ev, t, s: log.append((ev, t, s.job.id)), **kw).run()
     return res, [(t, j) for ev, t, j in log if ev == "start"], [(t, j) for ev, t, j in log if ev == "depart"]
 
@@ -95,7 +102,7 @@ def test_job_too_large_is_a_clear_error_naming_it():
 
 
 def test_bad_run_parameters():
-    d = build_discipline("hypercube:3", "naive", "fcfs")
+    d = stack_policy("hypercube:3", "naive", "fcfs")
     with pytest.raises(SimulationError):
         Simulation(d, [], until=-1)
     with pytest.raises(SimulationError):
@@ -194,7 +201,7 @@ def test_a_withdrawn_timer_does_not_fire():
 
 
 def test_an_unknown_discipline_parameter_is_a_clear_error():
-    with pytest.raises(SimulationError, match="scheduler 'fcfs'.*no parameters"):
-        build_discipline("hypercube:3", "buddy", "fcfs", params={"foo": 1})
-    with pytest.raises(SimulationError, match="allocator 'buddy'"):
-        build_discipline("hypercube:3", "buddy", "fcfs", allocator_params={"foo": 1})
+    with pytest.raises(StackError, match="scheduler 'fcfs'.*no parameters"):
+        stack_policy("hypercube:3", "buddy", "fcfs", params={"foo": 1})
+    with pytest.raises(StackError, match="scheduler 'fcfs'.*no parameters"):
+        simulate("hypercube:3", "buddy", "fcfs", [], params={"foo": 1})

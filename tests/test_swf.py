@@ -218,12 +218,13 @@ def test_failed_write_leaves_the_old_file(tmp_path):
 
 
 def test_write_schedule_of_a_real_simulation(tmp_path):
+    from emulator.sim.metrics import JobRecord
     from emulator.sim.simulator import simulate
     from emulator.sim.swf import write_schedule
 
     jobs = list(generate("hypercube:5", 0.9, "uniform", "exponential", seed=2, jobs=400))
     res = simulate("hypercube:5", "naive", "fcfs", jobs, keep_records=True)
-    assert len(res.records) == 400
+    assert len(res.records) == 400 and all(isinstance(r, JobRecord) for r in res.records)
     p = tmp_path / "run.swf.gz"
     assert write_schedule(p, res.records, topology="hypercube:5", note="fcfs test") == 400
     log = read_swf(p)

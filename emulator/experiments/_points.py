@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
-from emulator.sim.simulator import Simulation, build_discipline
+from emulator.sim import metrics, swf
+from emulator.sim.simulator import Simulation
 from emulator.sim.workloads import Workload, fixed_jobs
+from scheduler.stack import StackConfig, build
+from scheduler.topology import parse_topology
 
 BASIC = ("mean_queueing_delay", "utilization", "throughput", "power", "mean_turnaround",
          "external_fragmentation", "ls_ratio", "measured_load", "waiting_at_end", "completed")
@@ -31,8 +35,9 @@ def workload(params: dict, seed: int) -> Workload:
 
 
 def _discipline(params: dict):
-    return build_discipline(params["topology"], params.get("allocator", "buddy"), params["scheduler"],
-                            params.get("reduction"), params=params.get("dparams") or {})
+    config = StackConfig(params["topology"], params.get("allocator", "buddy"), params["scheduler"],
+                         reduction=params.get("reduction"), params=dict(params.get("dparams") or {}))
+    return build(config).policy
 
 
 def sim_point(params: dict, seed: int) -> dict:
@@ -52,13 +57,8 @@ def sim_point(params: dict, seed: int) -> dict:
     for t, v in m.get("delay_over_time") or []:
         out[f"M@{round(t)}"] = float(v)
     if per_size:
-        acc: dict[int, list] = {}
-        for r in res.records:
-            a = acc.setdefault(r.asked, [0, 0.0])
-            a[0] += 1
-            a[1] += r.end - r.submit
-        for p, (n, s) in sorted(acc.items()):
-            out[f"tat@{p}"] = s / n
+        for p, tat in metrics.turnaround_by_asked(res.records).items():
+            out[f"tat@{p}"] = tat
     return out
 
 
@@ -77,16 +77,12 @@ def joblist_point(params: dict, seed: int) -> dict:
 
 @functools.lru_cache(maxsize=4)
 def _trace(path: str, topology: str, time_unit: float):
-    from emulator.sim import swf
-
     return swf.read_jobs(path, topology, time_unit=time_unit)
 
 
 def trace_path(name: str) -> Path:
     """A log of ``../shared/traces`` relative to the repository (the traces are not copied
     into it), or of ``$MCEMU_TRACES`` when set."""
-    import os
-
     env = os.environ.get("MCEMU_TRACES")
     base = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "traces"
     return base / name
@@ -107,18 +103,12 @@ def trace_point(params: dict, seed: int) -> dict:
     # discipline timer firing after the last departure
     first = min(j.submit for j in jobs)
     end = max(r.end for r in res.records)
-    size = res.records and _size(params["topology"])
     out["makespan"] = end - first
-    out["utilization"] = sum(r.given * (r.end - r.start) for r in res.records) / (size * (end - first))
+    out["utilization"] = metrics.utilization(metrics.busy_node_time(res.records),
+                                             parse_topology(params["topology"]).size, end - first)
     for size, v in m["per_size"].items():
         out[f"wait@{size}"] = float(v["mean_wait"])
     return out
-
-
-def _size(topology) -> int:
-    from scheduler.topology import parse_topology
-
-    return parse_topology(topology).size
 
 
 def finite(v) -> bool:

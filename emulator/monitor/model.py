@@ -8,11 +8,13 @@ Pure: no sockets, no clock, no terminal. The loop (emulator.monitor.app) feeds i
   a job's submit time, run time and request are known),
 * ``apply_event(topic, msg)`` with every PUB event (``job``, ``node``, ``snapshot``).
 
-Metrics follow DESIGN ("Metrics"), over the observation time T = model time since the
-cluster's t0: utilization = node-time of started jobs / (N T), mean queueing delay = R / A
-over allocated jobs, throughput = C / T, mean turnaround over completed jobs. External
-fragmentation is the dissertation's "share of idle nodes at the moments the scheduler could
-allocate nothing while a job waited"; live we cannot see those moments, so it is sampled at
+Metrics follow DESIGN ("Metrics") with the simulator's formulas (emulator.sim.metrics), over
+the observation time T = model time since the cluster's t0: utilization = node-time of
+started jobs / (N T), mean queueing delay = R / A over allocated jobs, throughput = C / T,
+power = X / M (infinite when no allocated job waited, as in the simulator), mean turnaround
+over completed jobs (None while there is nothing to average). External fragmentation is
+the dissertation's "share of idle nodes at the moments the scheduler could allocate nothing
+while a job waited"; live we cannot see those moments, so it is sampled at
 every snapshot event (about 1 per second) at which jobs wait (the daemon sends a snapshot
 after its scheduling pass, so at that moment the discipline placed nothing more), and
 averaged over those samples (the view says "sampled").
@@ -25,6 +27,7 @@ import math
 import re
 from collections import deque
 
+from emulator.sim import metrics as formulas
 from scheduler.topology import parse_topology
 
 FINAL = ("completed", "failed", "cancelled")
@@ -275,9 +278,9 @@ class MonitorState:
             if st in ("running", "suspended") and j.start is not None:
                 busy_time += len(j.nodes) * max(0.0, now - j.start)
         T = now
-        util = busy_time / (self.size * T) if T > 0 else 0.0
-        mqd = sum(waits) / len(waits) if waits else None
-        thr = counts["completed"] / T if T > 0 else 0.0
+        util = formulas.utilization(busy_time, self.size, T)
+        mqd = formulas.mean_queueing_delay(sum(waits), len(waits)) if waits else None
+        thr = formulas.throughput(counts["completed"], T)
         busy_now = sum(len(j.nodes) for j in self.jobs.values() if j.state in ("running", "suspended"))
         return {
             "time": T,
@@ -287,10 +290,10 @@ class MonitorState:
             "utilization": min(1.0, util),
             "utilization_now": min(1.0, busy_now / self.size),
             "mean_queueing_delay": mqd,
-            "mean_turnaround": sum(turns) / len(turns) if turns else None,
+            "mean_turnaround": formulas.mean(sum(turns), len(turns), None),
             "throughput": thr,
-            "power": thr / mqd if mqd else None,
-            "external_fragmentation": self._frag_sum / self._frag_n if self._frag_n else None,
+            "power": formulas.power(thr, mqd) if mqd is not None else None,
+            "external_fragmentation": formulas.mean(self._frag_sum, self._frag_n, None),
             "fragmentation_samples": self._frag_n,
         }
 

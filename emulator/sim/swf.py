@@ -290,8 +290,9 @@ def _fmt(v) -> str:
 
 def to_record(item, *, time_unit: float = 1.0, index: int = 0) -> SwfRecord:
     """An :class:`SwfRecord` from what a run produces: an SwfRecord, a mapping of field names,
-    a simulator job record (``id, submit, start, end, asked, given``: wait, run, allocated and
-    requested processors filled in), or a :class:`Job` (not yet run: wait unknown)."""
+    a simulator job record (:class:`emulator.sim.metrics.JobRecord`, or anything with ``id,
+    submit, start, end, asked, given``: wait, run, allocated and requested processors filled
+    in), or a :class:`Job` (not yet run: wait unknown)."""
     u = time_unit
     if isinstance(item, SwfRecord):
         return item
@@ -309,7 +310,7 @@ def to_record(item, *, time_unit: float = 1.0, index: int = 0) -> SwfRecord:
         submit, start, end, given, asked = item.submit, item.start, item.end, item.given, item.asked
     except AttributeError:
         raise SwfError(f"cannot write {item!r} as an SWF line: give an SwfRecord, a dict of "
-                       f"fields, a simulator record or a Job") from None
+                       f"fields, a simulator record (JobRecord) or a Job") from None
     return SwfRecord(jnum, submit * u, (start - submit) * u, (end - start) * u, given,
                      req_procs=asked, status=1)
 
@@ -366,7 +367,8 @@ def write_swf(path, records: Iterable, header: dict | Iterable[str] | None = Non
 
 def write_schedule(path, records: Iterable, *, topology=None, time_unit: float = 1.0,
                    note: str | None = None, integer_times: bool = False) -> int:
-    """Write a simulated schedule (the simulator's job records) with a header naming the
+    """Write a simulated schedule (the simulator's job records, ``SimResult.records``:
+    :class:`emulator.sim.metrics.JobRecord`) with a header naming the
     machine (``MaxNodes``/``MaxProcs`` from ``topology``), the time unit and ``note``."""
     header: dict = {"Computer": "mcemu"}
     if topology is not None:
