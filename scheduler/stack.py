@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from scheduler import allocators, disciplines, gang, reduction
-from scheduler.quarantine import Quarantine
+from scheduler.quarantine import DownSet, Quarantine
 from scheduler.topology import parse_topology
 
 # The defaults of every front end. The live cluster's discipline is lazy (DESIGN "Command
@@ -139,7 +139,7 @@ class Stack:
     config: StackConfig
     topology: object
     policy: object
-    down: set  # shared by every quarantine of the stack
+    down: DownSet  # shared by every quarantine of the stack
     gang: bool
 
     def mark_down(self, node: int) -> None:
@@ -163,7 +163,7 @@ class Stack:
 
 def build(config: StackConfig) -> Stack:
     topo = parse_topology(config.topology)
-    down = set(config.down)
+    down = DownSet(config.down)
     for n in down:
         topo.check_node(n)
     params = dict(config.params)

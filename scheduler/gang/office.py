@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from scheduler import allocators
 from scheduler.decisions import Finish, SlotSwitch, Start
 from scheduler.gang.registration import HEAD, OfficeError, RegistrationOffice
-from scheduler.quarantine import Quarantine
+from scheduler.quarantine import DownSet, Quarantine
 from scheduler.jobs import Job, JobError, check_time
 from scheduler.topology import parse_topology
 
@@ -110,7 +110,7 @@ class OfficeManager:
     fixed_mpl: int | None = None
 
     def __init__(self, topology, allocator: str = "naive", *, mpl: int | None = None, alternate: bool = False,
-                 local_sequential: bool = True, down: set | None = None, **params):
+                 local_sequential: bool = True, down=None, **params):
         if params:
             raise GangError(f"gang policy {self.name!r} takes no parameters {sorted(params)}")
         self.topology = parse_topology(topology)
@@ -121,8 +121,9 @@ class OfficeManager:
             raise GangError(f"allocator must be a registered name, got {allocator!r}")
         self.allocator_name = allocator
         # nodes out of service, shared with the driver's stack (scheduler.stack): every row
-        # is quarantined with it and no sequential job is put on such a node
-        self.down: set | None = down
+        # is quarantined with it (a DownSet tells each of a change) and no sequential job is
+        # put on such a node; None: every node is always in service
+        self.down = down if down is None or isinstance(down, DownSet) else DownSet(down)
         self.rows = [self._new_row()]
         self.row_jobs: list[list] = [[]]
         self.alternate = _flag(alternate, "alternate")
