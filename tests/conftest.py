@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from emulator.cli.cluster import cluster_processes
+from emulator.cli.monitor import still_alive
 from emulator.live import home as homemod
 from emulator.live.client import Client
 
@@ -97,15 +98,7 @@ class LiveCluster:
                 pass
 
     def alive(self) -> list[psutil.Process]:
-        out = []
-        for pid, ct in self.seen.items():
-            try:
-                p = psutil.Process(pid)
-                if abs(p.create_time() - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
-                    out.append(p)
-            except psutil.Error:
-                pass
-        return out
+        return still_alive(self.seen)
 
     def daemon_pid(self) -> int | None:
         p = homemod.read_pidfile(self.home / "daemon.pid")

@@ -61,7 +61,9 @@ def _record(seen: dict, home: Path) -> None:
             pass
 
 
-def _alive(seen: dict) -> list:
+def still_alive(seen: dict) -> list:
+    """The processes of ``seen`` (pid -> create time) still running: a pid reused by another
+    process since does not count."""
     out = []
     for pid, ct in seen.items():
         try:
@@ -221,7 +223,7 @@ def cmd_demo(args) -> int:
     finally:
         _record(seen, home)
         res = stop_cluster(home)
-        left = _alive(seen)
+        left = still_alive(seen)
         for p in left:
             try:
                 p.kill()
