@@ -69,7 +69,7 @@ _POLLIN, _NOBLOCK = int(zmq.POLLIN), int(zmq.NOBLOCK)
 # A node answers each daemon heartbeat (any message) in the same wake-up, so its heartbeats
 # follow the daemon's waves; its own timer only fires after OWN_HEARTBEAT intervals without
 # sending (a silent daemon). At one interval it fired just before a wave the daemon held back
-# (daemon.START_QUIET) and the node woke twice per interval from then on.
+# (emulator.live.manager.START_QUIET) and the node woke twice per interval from then on.
 OWN_HEARTBEAT = 1.5
 # seconds between checks that the launcher is still the parent (its death also sends SIGTERM,
 # PR_SET_PDEATHSIG): a timer of its own, so every idle node wakes for it; rarely, then

@@ -16,8 +16,9 @@ costs at most one extra allocate/release per block that contains a down node. De
 kept: the result depends only on the inner allocator's state and the down set, which is what
 the daemon's journal replays.
 
-Pure: no I/O, no clock. ``mark_down`` / ``mark_up`` change the down set; the driver then
-calls the discipline's ``tick`` so that nodes that came back are used.
+Pure: no I/O, no clock. Drivers change the down set through ``scheduler.stack.Stack``
+(``mark_down``; ``mark_up`` then calls the policy's ``retry`` so that nodes that came back are
+used); the set is shared by every quarantine of a stack (a gang policy has one per row).
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from scheduler.allocators.base import Allocation, Allocator
 
 class DownSet(set):
     """The nodes out of service, shared by every quarantine of one stack (a gang policy has one
-    per row). ``add`` and ``discard`` tell each quarantine, which then drops or takes back its
-    fast path; change it only through them."""
+    per row). Every change tells each quarantine, which then drops or takes back its fast
+    path."""
 
     __slots__ = ("_watchers",)
 
@@ -35,17 +36,27 @@ class DownSet(set):
         super().__init__(nodes)
         self._watchers: list = []
 
-    def add(self, node) -> None:
-        super().add(node)
-        self._changed()
-
-    def discard(self, node) -> None:
-        super().discard(node)
-        self._changed()
-
     def _changed(self) -> None:
         for w in self._watchers:
             w()
+
+
+def _telling(name: str):
+    change = getattr(set, name)
+
+    def method(self, *args):
+        out = change(self, *args)  # the in-place operators return the set itself
+        self._changed()
+        return out
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("add", "discard", "remove", "pop", "clear", "update", "difference_update",
+              "intersection_update", "symmetric_difference_update", "__ior__", "__iand__", "__isub__",
+              "__ixor__"):
+    setattr(DownSet, _name, _telling(_name))
 
 
 class Quarantine:
@@ -78,8 +89,8 @@ class Quarantine:
         return self.inner.normalize(request)
 
     def __getattr__(self, name):
-        # Only called for attributes not found here: the inner allocator's API (normalize,
-        # release, free_count, live, topology, kinds, ...), whatever the allocator adds.
+        # Only called for attributes not found here: the rest of the inner allocator's API
+        # (free_nodes, live, topology, kinds, ...), whatever the allocator adds.
         return getattr(self.inner, name)
 
     def mark_down(self, node: int) -> None:
@@ -89,12 +100,6 @@ class Quarantine:
     def mark_up(self, node: int) -> None:
         self.inner.topology.check_node(node)
         self.down.discard(node)
-
-    @property
-    def usable_count(self) -> int:
-        """Free nodes that are not down (free_count itself is the inner allocator's)."""
-        free_down = sum(1 for n in self.down if n in self.inner.free_nodes()) if self.down else 0
-        return self.inner.free_count - free_down
 
     def allocate(self, request) -> Allocation | None:
         held: list[Allocation] = []

@@ -9,7 +9,8 @@ everywhere:
 
 The quarantine (scheduler.quarantine) keeps nodes that are out of service out of every
 allocation; in a simulation no node is ever down and it changes nothing. This module is also
-the only ``--param KEY=VALUE`` parser and the only place the policies' defaults live.
+the only ``--param KEY=VALUE`` parser and the only place the front ends' defaults live
+(topology, allocator, discipline); a policy's own parameters default in its constructor.
 
     from scheduler.stack import StackConfig, build
     stack = build(StackConfig("hypercube:6", "buddy", "lazy", params={"threshold": 20}))
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from scheduler import allocators, disciplines, gang, reduction
@@ -95,6 +96,8 @@ def parse_params(items) -> dict:
         k = k.strip().replace("-", "_")
         if not eq or not k.isidentifier():
             raise StackError(f"--param must be KEY=VALUE, got {item!r}")
+        if k in out:
+            raise StackError(f"--param {k} is given twice")
         out[k] = parse_value(v)
     return out
 
@@ -128,9 +131,6 @@ class StackConfig:
     def discipline(self) -> str:
         return self.scheduler or DEFAULT_DISCIPLINE[self.driver]
 
-    def with_params(self, **params) -> "StackConfig":
-        return replace(self, params={**self.params, **params})
-
 
 @dataclass
 class Stack:
@@ -153,12 +153,6 @@ class Stack:
         self.topology.check_node(node)
         self.down.discard(node)
         return self.policy.retry(now)
-
-    def normalize(self, request):
-        """The request as the policy would allocate it; RequestError when it can never fit
-        (checked before any change)."""
-        p = self.policy
-        return (p.rows[0] if self.gang else p.allocator).normalize(request)
 
 
 def build(config: StackConfig) -> Stack:

@@ -69,8 +69,40 @@ def test_malformed_forms_are_refused(form):
 
 
 def test_mpl_is_the_gang_parameter_mpl():
-    assert configmod.given(params=["slot=0.5"], mpl=6)["params"] == {"slot": 0.5, "mpl": 6}
+    assert configmod.given(gang="round-robin", params=["slot=0.5"], mpl=6)["params"] == {"slot": 0.5, "mpl": 6}
+    assert configmod.given(gang="round-robin", params=["mpl=6"], mpl=6)["params"] == {"mpl": 6}
     assert configmod.given()["params"] is None  # nothing asked: the journal's params stand
+    with pytest.raises(ValueError, match="--mpl needs --gang"):
+        configmod.given(mpl=6)
+    with pytest.raises(ValueError, match="disagree"):
+        configmod.given(gang="round-robin", params=["mpl=8"], mpl=6)
+    with pytest.raises(ValueError, match="given twice"):
+        configmod.given(params=["threshold=1", "threshold=2"])
+
+
+def test_a_restart_compares_each_asked_param_with_the_journal():
+    journal = configmod.resolve(None, configmod.given(gang="round-robin", params=["slot=0.5"], mpl=4))
+    again = configmod.resolve(journal, configmod.given(gang="round-robin", mpl=4))  # slot not asked again
+    assert again["params"] == {"slot": 0.5, "mpl": 4}
+    with pytest.raises(ValueError, match="--param slot=0.5"):
+        configmod.resolve(journal, configmod.given(gang="round-robin", params=["slot=1"]))
+    old = {**journal, "gang": "none", "params": {}}  # an older daemon kept "none" as given
+    assert configmod.resolve(old, configmod.given(gang="none"))["gang"] is None
+
+
+@pytest.mark.parametrize("hb, liveness", [(0.0005, 3), (4000, 3), (0.2, 0), (0.2, 5000)])
+def test_heartbeat_and_liveness_within_what_a_node_accepts(hb, liveness):
+    with pytest.raises(ValueError, match="--heartbeat must be within"):
+        configmod.resolve(None, configmod.given(heartbeat=hb, liveness=liveness))
+
+
+def test_an_older_gang_journal_is_refused_not_replayed_differently():
+    cfg = configmod.resolve(None, configmod.given(gang="multilevel"))
+    with pytest.raises(ValueError, match="older mcemu"):
+        configmod.check_format({"config": cfg}, cfg)
+    configmod.check_format({"config": cfg, "format": configmod.FORMAT}, cfg)
+    lazy = configmod.resolve(None, configmod.given())
+    configmod.check_format({"config": lazy}, lazy)  # a discipline replays alike: retry is tick
 
 
 @pytest.mark.live

@@ -183,3 +183,17 @@ def test_every_gang_row_shares_the_stack_down_set():
         p.arrive(Job(i, 0.0, Request.cube(2), 1.0), 0.0)
     assert len(p.rows) == 3
     assert all(isinstance(r, Quarantine) and r.down is s.down for r in p.rows)
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d.add(1), lambda d: d.update([1]), lambda d: d.__ior__({1}), lambda d: d.symmetric_difference_update({1}),
+])
+def test_every_change_of_the_down_set_reaches_the_quarantines(change):
+    s = build(StackConfig("hypercube:1", "buddy", "fcfs"))
+    change(s.down)  # node 1 out of service, however the set was changed
+    p = s.policy
+    (st_,) = p.arrive(Job(1, 0.0, Request.cube(0), 1.0), 0.0)
+    assert p.arrive(Job(2, 0.0, Request.cube(0), 1.0), 0.0) == []  # only node 0 is in service
+    assert st_.nodes == (0,)
+    s.down.clear()
+    assert [d.job.id for d in p.retry(0.5)] == [2]

@@ -14,6 +14,8 @@ import signal
 import sys
 import threading
 
+from emulator.jsonable import jsonable
+
 COMMAND_MODULES = ["emulator.cli.policies", "emulator.cli.simulate", "emulator.cli.cluster",
                    "emulator.cli.monitor", "emulator.cli.reproduce"]
 
@@ -41,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
+    # strict JSON: infinities as "inf", NaN as null (a power with no delay is infinite)
+    json.dump(jsonable(obj), sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
 
 

@@ -144,17 +144,13 @@ def _check_config(home: Path, **asked) -> tuple[dict, object]:
     """The configuration the daemon will run with (emulator.live.config), its policy stack
     built once to see that it can be; UsageError when not."""
     from emulator.live import config as configmod
-    from emulator.live.journal import Journal
+    from emulator.live.recovery import pending_meta
     from scheduler.stack import build
 
-    journal = None
-    if homemod.journal_path(home).exists():
-        j = Journal(homemod.journal_path(home))
-        m = j.get_meta()
-        journal = None if m.get("closed") else m.get("config")  # a cleanly closed journal is history
-        j.db.close()
+    meta = pending_meta(home)
     try:
-        cfg = configmod.resolve(journal, configmod.given(**asked))
+        cfg = configmod.resolve(meta.get("config"), configmod.given(**asked))
+        configmod.check_format(meta, cfg)
         stack = build(configmod.stack_config(cfg))
     except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy
         raise UsageError(configmod.message(e)) from None

@@ -69,8 +69,8 @@ def joblist_point(params: dict, seed: int) -> dict:
                       params.get("service", "uniform"), params.get("service_mean", 5.0),
                       params.get("demand", "dependent"), seed, load=params["load"])
     res = Simulation(_discipline(params), jobs, keep_records=True).run()
-    # the last departure, not the simulator's end: a discipline's timer (lazy's starvation
-    # threshold) may still fire after the last job has left
+    # the last departure: a run to completion ends there (the engine takes no timer with
+    # nothing in the system)
     return {"completion_time": max(r.end for r in res.records), "last_arrival": float(jobs[-1].submit),
             "mean_queueing_delay": float(res.metrics["mean_queueing_delay"])}
 
@@ -99,8 +99,8 @@ def trace_point(params: dict, seed: int) -> dict:
     out = {k: float(m[k]) for k in BASIC}
     out["mean_wait"] = out["mean_queueing_delay"]
     out["mean_runtime"] = sum(j.runtime for j in jobs) / len(jobs)
-    # over [first submit, last departure]: the simulator's own window would also count a
-    # discipline timer firing after the last departure
+    # over [first submit, last departure]: a log does not start at time 0, the simulator's
+    # window does
     first = min(j.submit for j in jobs)
     end = max(r.end for r in res.records)
     out["makespan"] = end - first

@@ -34,6 +34,10 @@ DEFAULTS = {"topology": DEFAULT_TOPOLOGY, "allocator": DEFAULT_ALLOCATOR, "sched
 POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "gang", "params", "time_unit")
 # what a restarted daemon may change
 TUNABLE = ("heartbeat", "liveness", "max_requeue")
+# The journal's format: 2 since gang rows are quarantined and a node coming back calls the
+# policy's retry. A gang journal of format 1 would not replay to the same placements.
+FORMAT = 2
+_UNSET = object()
 
 
 def given(*, topology=None, allocator=None, scheduler=None, reduction=None, gang=None, params=(), mpl=None,
@@ -42,6 +46,10 @@ def given(*, topology=None, allocator=None, scheduler=None, reduction=None, gang
     strings; a bad one raises ``scheduler.stack.StackError`` (a ValueError)."""
     p = parse_params(params) if params else {}
     if mpl is not None:
+        if gang in (None, "none"):
+            raise ValueError("--mpl needs --gang (it is the number of rows of the gang's Ousterhout matrix)")
+        if p.get("mpl", mpl) != mpl:
+            raise ValueError(f"--mpl {mpl} and --param mpl={p['mpl']} disagree")
         p["mpl"] = mpl
     return {"topology": topology, "allocator": allocator, "scheduler": scheduler, "reduction": reduction,
             "gang": gang, "params": p or None, "time_unit": time_unit, "heartbeat": heartbeat,
@@ -59,6 +67,9 @@ def _legacy(cfg: dict) -> dict:
         cfg.setdefault("params", p)
         if cfg.get("gang") not in (None, "none"):
             cfg["scheduler"] = None  # the old daemon recorded the unused default discipline
+    for k in ("gang", "reduction"):  # the old daemon kept "none" as given
+        if cfg.get(k) == "none":
+            cfg = {**cfg, k: None}
     return cfg
 
 
@@ -71,7 +82,10 @@ def resolve(journal: dict | None, asked: dict) -> dict:
             asked[k] = None
     if journal:
         cfg = {**DEFAULTS, **_legacy(journal)}
-        clash = {k: cfg.get(k) for k, v in asked.items() if k in POLICY_KEYS and cfg.get(k) != v}
+        clash = {k: cfg.get(k) for k, v in asked.items() if k in POLICY_KEYS and k != "params" and cfg.get(k) != v}
+        old = cfg.get("params") or {}
+        clash.update({f"--param {k}": old.get(k, "(not set)") for k, v in (asked.get("params") or {}).items()
+                      if old.get(k, _UNSET) != v})
         if clash:
             raise ValueError("this MCEMU_HOME's journal was started with "
                              + ", ".join(f"{k}={old!r}" for k, old in clash.items())
@@ -84,9 +98,20 @@ def resolve(journal: dict | None, asked: dict) -> dict:
     cfg["params"] = dict(cfg["params"] or {})
     if not float(cfg["time_unit"]) > 0:
         raise ValueError(f"--time-unit must be > 0, got {cfg['time_unit']}")
-    if not float(cfg["heartbeat"]) > 0 or int(cfg["liveness"]) < 1:
-        raise ValueError("--heartbeat must be > 0 and --liveness >= 1")
+    # the bounds of the protocol's welcome: outside them every node would refuse to register
+    if not 0.001 <= float(cfg["heartbeat"]) <= 3600 or not 1 <= int(cfg["liveness"]) <= 1000:
+        raise ValueError(f"--heartbeat must be within 0.001-3600 s and --liveness within 1-1000, got "
+                         f"{cfg['heartbeat']} and {cfg['liveness']}")
     return cfg
+
+
+def check_format(meta: dict, cfg: dict) -> None:
+    """Refuse to continue a gang cluster whose journal an older mcemu wrote (its rows did not
+    keep down nodes out, so a replay here could place its jobs elsewhere than it did)."""
+    if meta.get("config") and meta.get("format", 1) < FORMAT and cfg.get("gang") is not None:
+        raise ValueError("this MCEMU_HOME's journal was written by an older mcemu for a gang cluster and cannot "
+                         "be replayed exactly: stop that cluster with the mcemu that started it, or use another "
+                         "MCEMU_HOME")
 
 
 def message(e: BaseException) -> str:
@@ -105,4 +130,5 @@ def stack_config(cfg: dict) -> StackConfig:
                                     down=tuple(range(topo.size)), driver="live")
 
 
-__all__ = ["DEFAULTS", "POLICY_KEYS", "TUNABLE", "given", "message", "resolve", "stack_config"]
+__all__ = ["DEFAULTS", "FORMAT", "POLICY_KEYS", "TUNABLE", "check_format", "given", "message", "resolve",
+           "stack_config"]

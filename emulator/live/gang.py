@@ -92,7 +92,6 @@ class GangSlots:
     def __init__(self, manager):
         self.m = manager
         self.running: frozenset = frozenset()  # the jobs dispatched in the current slot
-        self.slot = 0
         self.switch_no = 0  # switches seen by this daemon (the ``slot`` of a switch message)
         self.log: deque = deque(maxlen=SWITCH_LOG)
         self.index: dict = {}  # switch number -> its log record
@@ -108,7 +107,6 @@ class GangSlots:
 
     def switch(self, sw: SlotSwitch, t: float) -> None:
         self.running = sw.running
-        self.slot = sw.slot
         self.switch_no += 1
         if self.m.replaying:
             return

@@ -13,13 +13,12 @@ from scheduler.jobs import Job
 from scheduler.topology import Request
 
 ACTIVE = ("queued", "running")
-FINAL = ("completed", "failed", "cancelled")
 
 
 class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
-                 "started", "exec_time", "submit_wall", "all_started_wall", "pids", "local")
+                 "started", "exec_time", "all_started_wall", "pids", "local")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0):
         self.id = id
@@ -33,7 +32,7 @@ class JobRec:
         self.done: dict[int, int] = {}  # rank -> exit status, this attempt
         self.started: set[int] = set()  # ranks whose task reported started, this attempt
         self.exec_time = runtime  # the run time on the nodes given (longer when folded)
-        self.submit_wall = self.all_started_wall = None
+        self.all_started_wall = None
         self.pids: dict[int, int] = {}  # rank -> task pid
         # a gang policy's sequential job (decisions.Start.sequential): it runs on its node's
         # local queue, never suspended by a slot switch
@@ -81,4 +80,4 @@ def merge_usage(total: dict | None, usage: dict) -> dict:
     return u
 
 
-__all__ = ["ACTIVE", "FINAL", "JobRec", "merge_usage"]
+__all__ = ["ACTIVE", "JobRec", "merge_usage"]

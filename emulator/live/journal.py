@@ -79,6 +79,21 @@ class Journal:
     def get_meta(self) -> dict:
         return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
 
+    @staticmethod
+    def read_meta(path) -> dict:
+        """The meta data of the journal at ``path`` read without opening it for writing ({}
+        when there is none): ``mcemu up`` checks its settings before starting a daemon."""
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return {}
+        try:
+            return {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
+        except sqlite3.Error:
+            return {}
+        finally:
+            db.close()
+
     def set_meta(self, **kv) -> None:
         with self.db:
             self.db.execute("BEGIN")

@@ -3,7 +3,8 @@
 Messages come in (emulator.live.daemon decodes them and calls the ``on_*`` handlers), policy
 inputs go to the policy, decisions come back, and replies, task messages and events go into
 ``outbox`` and ``events``, which the daemon sends after the journal commit (a state change
-is on disk before anyone hears of it). Tests drive a manager in memory the same way.
+is on disk before anyone hears of it). Tests drive a daemon's handlers in memory without
+binding its sockets (tests/test_protocol.py).
 
 The policy is built by ``scheduler.stack.build`` from the cluster's configuration
 (emulator.live.config): ``discipline(reduction(quarantine(allocator)))``, or a gang policy
@@ -65,6 +66,7 @@ class ProcessorManager:
         self.journal, meta = recovery.open_journal(self.home, fsync)
         try:
             self.cfg = cfg = configmod.resolve(meta.get("config"), config or {})
+            configmod.check_format(meta, cfg)
             self.stack = build(configmod.stack_config(cfg))
         except BaseException:
             self.journal.db.close()
@@ -77,7 +79,6 @@ class ProcessorManager:
         self.grace = grace
         self.snapshot_every = snapshot_every
         self.t0 = float(meta["t0"]) if "t0" in meta else time.monotonic()
-        self.journal.set_meta(config=cfg, t0=self.t0)
         self.registry = NodeRegistry(self.topology, self.down, float(cfg["heartbeat"]), int(cfg["liveness"]))
         self.hb, self.liveness, self.expiry = self.registry.hb, self.registry.liveness, self.registry.expiry
         # the registry's containers, read by the hot paths without a hop
@@ -95,6 +96,8 @@ class ProcessorManager:
         self.endpoints: dict = {}  # the sockets' addresses, once the daemon has bound them
         self._last_t = 0.0
         self.recovered = recovery.replay(self, grace)
+        # after the replay: a journal it failed on keeps its own settings
+        self.journal.set_meta(config=cfg, t0=self.t0, format=configmod.FORMAT)
 
     def now(self) -> float:
         t = (time.monotonic() - self.t0) / self.time_unit
@@ -330,7 +333,7 @@ class ProcessorManager:
 
     def on_submit(self, ident, m):
         try:
-            self.stack.normalize(Request.from_dict(m["request"]))  # refuse what can never fit before any change
+            self.policy.normalize(Request.from_dict(m["request"]))  # refuse what can never fit before any change
         except (RequestError, TopologyError, JobError) as e:
             return self._error(ident, "bad-request", str(e), m["id"])
         jid = self.next_id
@@ -343,7 +346,6 @@ class ProcessorManager:
             return self._error(ident, "bad-request", f"refused by {self.slots.kind} {self.policy.name}: {e}", m["id"])
         self.next_id = jid + 1
         jr = self.jobs[jid]
-        jr.submit_wall = time.monotonic()
         if jr.state == "queued":
             self.journal.job(jr.row())
             self._emit_job(jr, t)

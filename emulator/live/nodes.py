@@ -34,8 +34,7 @@ class NodeRec:
 
 
 class NodeRegistry:
-    def __init__(self, topology, down: set, heartbeat: float, liveness: int):
-        self.topology = topology
+    def __init__(self, topology, down, heartbeat: float, liveness: int):
         self.nodes = [NodeRec(i) for i in range(topology.size)]
         self.by_ident: dict[bytes, NodeRec] = {}
         self.down = down

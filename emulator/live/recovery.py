@@ -47,6 +47,13 @@ def open_journal(home: Path, fsync: bool = False) -> tuple[Journal, dict]:
     return Journal(jpath, fsync=fsync), {}
 
 
+def pending_meta(home: Path) -> dict:
+    """The meta data of the cluster a daemon started on ``home`` would continue: {} when the
+    journal is missing or was closed by a clean stop (history, see ``open_journal``)."""
+    meta = Journal.read_meta(homemod.journal_path(home))
+    return {} if meta.get("closed") else meta
+
+
 def replay(m, grace: float) -> int:
     """Rebuild manager ``m``'s state from its journal; returns the number of events."""
     m.replaying = True

@@ -25,6 +25,7 @@ import zmq
 from rich.console import Console
 from rich.live import Live
 
+from emulator.jsonable import jsonable
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live.client import Client, ClientError
@@ -155,7 +156,7 @@ def once(home=None, endpoint=None, width: int | None = None, as_json: bool = Fal
     finally:
         feed.close()
     if as_json:
-        return json.dumps(view, default=str)
+        return json.dumps(jsonable(view), default=str)
     if width is None:
         width = os.get_terminal_size().columns if sys.stdout.isatty() else 120
     layout, height = V.render_once(view, width)

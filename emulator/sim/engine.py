@@ -18,7 +18,9 @@ hands the decisions to the work model, then calls the observers.
   gang simulator's (completions, arrivals, then the slot timer). After every event the
   engine asks ``next_wakeup()`` afresh: a time before now counts as now; a wake-up equal to
   now is taken unless a tick at that same instant already happened; None withdraws the
-  timer. A superseded timer leaves nothing behind and is not an event.
+  timer. A superseded timer leaves nothing behind and is not an event. A wake-up not taken
+  (at or before an instant that already had its tick) leaves the pending timer as it was:
+  the simulator before the engine did the same, and the seeded numbers depend on it.
 * With nothing else pending, the timer is taken only while jobs are in the system (else it
   would stretch a run to completion past its last job), unless ``idle_timer`` (the gang
   simulator: the slot switch after the last departure is counted).

@@ -145,7 +145,7 @@ class SimMetrics:
         self.delay_series: list = []  # (time, M of the jobs allocated so far)
         # S counts the nodes a job is given before any folding: a count request rounded up
         # to its cube or submesh (lazy 4.2)
-        normalize = getattr(policy, "_normalize", None) or policy.allocator.normalize
+        normalize = policy.normalize
         self.observe, self._state = _observer(self, normalize, keep_nodes)
 
     @property

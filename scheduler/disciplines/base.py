@@ -131,13 +131,15 @@ class Discipline:
             raise JobError(f"time went backwards: {now} < {self.now}")
         self.now = now
 
-    def _normalize(self, request):
-        """``allocator.normalize(request)``, remembered; raises RequestError when the request
-        can never fit."""
+    def normalize(self, request):
+        """The request as the policy would allocate it (a count rounded up to its cube or
+        submesh), remembered; RequestError when it can never fit (nothing changes)."""
         r = self._normalized.get(request)
         if r is None:
             r = self._normalized[request] = self.allocator.normalize(request)
         return r
+
+    _normalize = normalize  # the name the policies call it by
 
     def _size_class(self, request) -> int:
         """``topology.size_class(request)``, remembered: the per-size queue of scan, static

@@ -258,6 +258,10 @@ class OfficeManager:
 
     # ------------------------------------------------------------------ views
 
+    def normalize(self, request):
+        """The request as a row would allocate it; RequestError when it can never fit."""
+        return self.rows[0].normalize(request)
+
     def waiting(self) -> list:
         """Jobs not yet placed in a row (memory is full), in FCFS order, then sequential jobs
         that wait for a node in service."""
