@@ -106,7 +106,11 @@ def parse_params(items) -> dict:
 class StackConfig:
     """What a run is configured with. ``scheduler`` is the discipline (refused with ``gang``);
     ``params`` go to the discipline or, with ``gang``, to the gang policy (``mpl`` among
-    them); ``down`` are nodes out of service from the start."""
+    them); ``down`` are nodes out of service from the start.
+
+    ``gang="none"`` here builds the registered gang policy ``none`` (space sharing through the
+    registration office, MPL 1: the gang experiments' baseline); on the command line
+    ``--gang none`` means no gang policy at all, which :meth:`from_options` maps to None."""
 
     topology: object = DEFAULT_TOPOLOGY
     allocator: str = DEFAULT_ALLOCATOR
