@@ -1,0 +1,122 @@
+"""``mcemu net``: the interconnection network without the cluster.
+
+* ``mcemu net simulate``: jobs' traffic over the wormhole model (per path, job and channel);
+* ``mcemu net predict``: the dissertation's analytic models for the same jobs;
+* ``mcemu net metrics``: SCL, ICL, internal competing level and congestion, no simulation.
+
+Jobs are ``--job PATTERN[:SHAPE]@PLACE[:KEY=VALUE...]`` (repeatable; see
+:mod:`scheduler.network.layout`) or ``--job-file F.json``. The network model is imported
+inside the commands (every ``mcemu`` command builds this parser).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from emulator.cli import UsageError, print_json
+
+
+def _net(args):
+    from scheduler.network.wormhole import Wormhole
+
+    topology = args.topology or (f"mesh:{args.mesh}" if args.mesh else "mesh:16x16")
+    if args.mesh and args.topology:
+        raise UsageError("give --mesh WxH or --topology, not both")
+    return Wormhole(topology, flit_time=args.flit_time, length=args.length,
+                    startup=args.startup / args.flit_time if args.flit_time > 0 else args.startup)
+
+
+def _jobs(args, topology):
+    from scheduler.network.layout import check_disjoint, load_job_file, parse_job
+
+    jobs = [parse_job(spec, topology, i) for i, spec in enumerate(args.job or ())]
+    if args.job_file:
+        jobs += load_job_file(args.job_file, topology)
+    if not jobs:
+        raise UsageError("give at least one --job PATTERN:SHAPE@PLACE or a --job-file")
+    check_disjoint(jobs)
+    return jobs
+
+
+def simulate(args) -> int:
+    from emulator.sim.network import simulate_network
+
+    net = _net(args)
+    jobs = _jobs(args, net.channels.topology)
+    t0 = time.perf_counter()
+    if sys.stderr.isatty() and not args.json:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("simulating the network"), BarColumn(),
+                      TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), transient=True) as prog:
+            task = prog.add_task("net", total=1.0)
+            doc = simulate_network(net, jobs, messages=args.messages, warmup=args.warmup, seed=args.seed,
+                                   progress=lambda f: prog.update(task, completed=f))
+    else:
+        doc = simulate_network(net, jobs, messages=args.messages, warmup=args.warmup, seed=args.seed)
+    wall = time.perf_counter() - t0
+    if args.json:
+        print_json(doc)
+        return 0
+    _print_simulation(doc, wall)
+    return 0
+
+
+def _print_simulation(doc: dict, wall: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console()
+    s = doc["network"]
+    c.print(f"[bold]{s['topology']}[/]  {s['routing']} routing, wormhole, L = {s['length_flits']} flits, "
+            f"T_t = {s['flit_time_us']} us  ({doc['messages_per_path']} messages per path after "
+            f"{doc['warmup_messages_per_path']} of warm-up; seed {doc['seed']})")
+    t = Table(title="paths (delays in us)", title_justify="left", header_style="bold")
+    for col in ("job", "source", "destination", "hops", "MTBS", "messages", "mean delay", "p95 delay",
+                "mean contention"):
+        t.add_column(col, justify="right")
+    for p in doc["paths"]:
+        t.add_row(p["job"], str(p["source_at"]), str(p["destination_at"]), str(p["hops"]),
+                  f"{p['mtbs_us']:g}", str(p["messages"]), f"{p['mean_delay_us']:.2f}",
+                  f"{p['p95_delay_us']:.2f}", f"{p['mean_contention_us']:.2f}")
+    c.print(t)
+    j = Table(title="jobs", title_justify="left", header_style="bold")
+    for col in ("job", "pattern", "paths", "mean delay", "mean contention"):
+        j.add_column(col, justify="right")
+    for job in doc["jobs"]:
+        j.add_row(job["name"], f"{job['pattern']} {job['shape']}", str(job["paths"]),
+                  f"{job['mean_delay_us']:.2f}", f"{job['mean_contention_us']:.2f}")
+    c.print(j)
+    busiest = sorted(doc["channels"], key=lambda ch: -ch["utilization"])[:5]
+    c.print("busiest channels: " + ", ".join(f"{ch['channel']} {ch['utilization']:.2f}" for ch in busiest))
+    c.print(f"[dim]{doc['simulated_messages']} messages simulated in {wall:.2f} s "
+            f"({doc['simulated_messages'] / wall:,.0f} messages/s)[/]" if wall > 0 else "")
+
+
+def _common(p, simulate_only: bool = False) -> None:
+    p.add_argument("--mesh", default=None, metavar="WxH", help="a W x H mesh (default 16x16)")
+    p.add_argument("--topology", default=None, help="mesh:WxH or hypercube:N (instead of --mesh)")
+    p.add_argument("--job", action="append", metavar="SPEC",
+                   help="PATTERN[:SHAPE]@PLACE[:mtbs=US...], e.g. transpose:4x4@0,0:mtbs=25 (repeatable)")
+    p.add_argument("--job-file", default=None, metavar="F.json", help="jobs with explicit nodes and paths")
+    p.add_argument("--flit-time", type=float, default=0.05, help="microseconds per flit (0.05)")
+    p.add_argument("--length", type=int, default=500, help="message length in flits (500)")
+    p.add_argument("--startup", type=float, default=0.0, help="start-up overhead k_0 in microseconds (0)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def add_commands(sub) -> None:
+    net = sub.add_parser("net", help="the interconnection network: simulate, predict, metrics",
+                         description="Wormhole-routed mesh and hypercube networks (dissertation "
+                                     "chapters 3-6): message delays of placed jobs.")
+    nsub = net.add_subparsers(dest="net_command", metavar="SUBCOMMAND")
+    s = nsub.add_parser("simulate", help="simulate jobs' messages; delays per path, job, channel",
+                        description="Each path sends, waits for delivery, computes Exp(MTBS), sends "
+                                    "again; delays in microseconds after a warm-up.")
+    _common(s)
+    s.add_argument("--messages", type=int, default=2000, help="measured messages per path (2000)")
+    s.add_argument("--warmup", type=int, default=None,
+                   help="messages per path not measured (default: a tenth of --messages)")
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=simulate)
+    net.set_defaults(func=lambda args: (net.print_help(), 2)[1])

@@ -1,0 +1,261 @@
+"""The wormhole timing model: messages as worms over reserved channels, in virtual time.
+
+Dissertation §3.1 (NETWORK.md 1.1-1.2): a message is one packet of ``L`` flits; the header
+routes and the body follows in a pipeline; a channel, once acquired, is reserved for the
+message until its tail flit has crossed it; a header that finds its next channel reserved
+waits and keeps every channel it holds; no virtual channels; the destination takes arrivals
+"without any waiting time". Our choices where the text is silent ([D] in NETWORK.md 1.2):
+one-flit buffers, injection and ejection are not resources, a waiting header gets the channel
+in FCFS order of request time (what §6.1.1's argument about starting channels assumes; exact
+ties go in the order the requests were made, which is deterministic), router decisions are
+folded into the flit time and the start-up overhead k_0 is 0 unless given.
+
+**Time is counted in flit times** (``T_t``; the JSON and the analytic models speak
+microseconds: multiply by :attr:`Wormhole.flit_time`). Integer flit times keep the
+coincidences of back-to-back traffic (MTBS 0) exact, where microseconds in floating point
+would break ties by rounding.
+
+Why two kinds of event per hop are enough, and only one is needed: with one-flit buffers a
+worm always occupies consecutive channels, one flit each, so the tail is ``L - 1`` channels
+behind the header. Channel ``k`` of a ``d``-hop route is released when the header moves
+``L`` channels further on (into channel ``k + L`` during transit, or ``k + L - d`` flit times
+after reaching the destination, where the sink drains one flit per flit time). Once the
+header arrives the whole release schedule and the delivery time ``t_dest + L - 1`` are
+certain, so they are written onto the channels at once: a free channel is just one whose
+release time has passed, and only a channel that has waiters gets an event at its release.
+An uncontended message therefore costs one event per hop and none per flit: the cost does
+not grow with ``L``. Hop events are all one flit time after the event that made them, so they
+are created in time order and live in a FIFO; injections and grants (arbitrary times) on a
+heap. At equal times heap events go first; the outcome does not depend on it, because a
+request finds a channel free only if nobody is already waiting for it.
+
+A lone message over ``d`` hops is delivered ``d + L - 1`` flit times after it was sent
+(header ``d``, tail ``L - 1`` behind): the text's ``≈ (Dist + L) * T_t``.
+
+The model is pure: time only moves inside :meth:`Wormhole.advance`, which takes the time to
+advance to and returns the deliveries it found; the discrete-event drivers and the live
+cluster both call it.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from heapq import heappop, heappush
+from typing import Iterable, NamedTuple
+
+from scheduler.network.channels import Channels
+from scheduler.topology import Topology
+
+INF = math.inf
+_INJECT, _GRANT = 0, 1
+
+
+class NetworkError(ValueError):
+    """Bad input to the network model: a node outside the machine, a time in the past, a
+    non-positive message length."""
+
+
+class Delivery(NamedTuple):
+    """A message whose tail reaches its destination at ``delivered`` (flit times)."""
+
+    tag: object
+    sent: float
+    delivered: float
+    hops: int
+
+
+class Wormhole:
+    """Wormhole-switched channels of ``topology`` (a :class:`Channels` or anything
+    :func:`parse_topology` takes).
+
+    ``flit_time`` (us per flit; 0.05 in the text), ``length`` (flits per message; 500 in the
+    text), ``startup`` (k_0, flit times added before a message's header enters the network).
+    """
+
+    def __init__(self, topology: Topology | Channels | str, *, flit_time: float = 0.05,
+                 length: int = 500, startup: float = 0.0):
+        self.channels = topology if isinstance(topology, Channels) else Channels(topology)
+        if not (isinstance(length, int) and length >= 1):
+            raise NetworkError(f"message length must be a positive number of flits, got {length!r}")
+        if not (flit_time > 0 and math.isfinite(flit_time)):
+            raise NetworkError(f"flit time must be positive, got {flit_time!r}")
+        if not (startup >= 0 and math.isfinite(startup)):
+            raise NetworkError(f"start-up overhead must be >= 0 flit times, got {startup!r}")
+        self.flit_time, self.length, self.startup = float(flit_time), length, float(startup)
+        n = self.channels.count
+        self.free_at = [0.0] * n  # release time of the channel's last holder (INF: held, not yet known)
+        self.held = [0.0] * n  # when the current (or last) holder acquired it
+        self.busy = [0.0] * n  # reserved time of finished holdings (and of known future releases)
+        self.waiters: list[list | None] = [None] * n  # headers waiting, in request order
+        self._heap: list = []
+        self._hops: deque = deque()
+        self._seq = 0
+        self.now = 0.0
+        self.in_flight = 0
+        self.sent = 0
+        self.delivered = 0
+
+    # ------------------------------------------------------------------ input
+
+    def send(self, src: int, dst: int, at: float | None = None, tag: object = None) -> None:
+        """Inject a message from ``src`` to ``dst`` at time ``at`` (flit times; default now),
+        which must not be in the past. ``tag`` comes back in its :class:`Delivery`."""
+        if at is None:
+            at = self.now
+        elif not at >= self.now:  # also refuses NaN
+            raise NetworkError(f"cannot send at {at}: the network is at {self.now}")
+        try:
+            route = self.channels.route(src, dst)
+        except (ValueError, TypeError) as e:
+            raise NetworkError(str(e)) from None
+        self._seq += 1
+        self.sent += 1
+        self.in_flight += 1
+        heappush(self._heap, (at + self.startup, _INJECT, self._seq, [route, 0, at, tag]))
+
+    def next_time(self) -> float | None:
+        """The time of the next internal event (None: nothing in flight)."""
+        t = self._heap[0][0] if self._heap else INF
+        if self._hops and self._hops[0][0] < t:
+            t = self._hops[0][0]
+        return None if t == INF else t
+
+    # ------------------------------------------------------------------ the loop
+
+    def advance(self, until: float = INF) -> list[Delivery]:
+        """Take the events up to time ``until`` and return the deliveries that became certain,
+        in the order found. A delivery is certain when its header reaches the destination (the
+        sink never blocks); its ``delivered`` time may still lie ahead. So that a caller can
+        send in reply at the delivery time, the call stops before any event later than the
+        earliest delivery it returns."""
+        heap, hops = self._heap, self._hops
+        free_at, held, busy, waiters = self.free_at, self.held, self.busy, self.waiters
+        L = self.length
+        out: list[Delivery] = []
+        limit = until
+        now = self.now
+        seq = self._seq
+        try:
+            while True:
+                if hops:
+                    t = hops[0][0]
+                    if heap and heap[0][0] <= t:
+                        t, kind, _, item = heap[0]
+                        if t > limit:
+                            break
+                        heappop(heap)
+                    else:
+                        if t > limit:
+                            break
+                        item = hops.popleft()[1]
+                        kind = -1
+                elif heap:
+                    t, kind, _, item = heap[0]
+                    if t > limit:
+                        break
+                    heappop(heap)
+                else:
+                    break
+                now = t
+                if kind == _GRANT:
+                    c = item
+                    q = waiters[c]
+                    m = q.pop(0)
+                    if not q:
+                        waiters[c] = None
+                else:  # a header asks for its next channel (an injection asks for the first)
+                    m = item
+                    route = m[0]
+                    if not route:  # to itself: no channel; the sink drains the worm
+                        d = t + L - 1
+                        out.append(Delivery(m[3], m[2], d, 0))
+                        self.in_flight -= 1
+                        self.delivered += 1
+                        if d < limit:
+                            limit = d
+                        continue
+                    c = route[m[1]]
+                    if free_at[c] > t or waiters[c] is not None:
+                        q = waiters[c]
+                        if q is None:
+                            waiters[c] = [m]
+                            if free_at[c] != INF:  # its release is known: be granted then
+                                seq += 1
+                                heappush(heap, (free_at[c], _GRANT, seq, c))
+                        else:
+                            q.append(m)
+                        continue
+                # m acquires channel c at time t
+                free_at[c] = INF
+                held[c] = t
+                route = m[0]
+                j = m[1]
+                if j >= L:  # the tail leaves the channel L behind the header
+                    r = route[j - L]
+                    free_at[r] = t
+                    busy[r] += t - held[r]
+                    if waiters[r] is not None:
+                        seq += 1
+                        heappush(heap, (t, _GRANT, seq, r))
+                d = len(route)
+                if j + 1 < d:
+                    m[1] = j + 1
+                    hops.append((t + 1, m))
+                    continue
+                # the header reaches the destination at t + 1: every release is now known
+                tdest = t + 1
+                base = tdest + L - d
+                for k in range(d - L if d > L else 0, d):
+                    r = route[k]
+                    rel = base + k
+                    free_at[r] = rel
+                    busy[r] += rel - held[r]
+                    if waiters[r] is not None:
+                        seq += 1
+                        heappush(heap, (rel, _GRANT, seq, r))
+                delivered = tdest + L - 1
+                out.append(Delivery(m[3], m[2], delivered, d))
+                self.in_flight -= 1
+                self.delivered += 1
+                if delivered < limit:
+                    limit = delivered
+        finally:
+            self._seq = seq
+            self.now = now if now > self.now else self.now
+        if until != INF and until > self.now and not out:
+            self.now = until
+        return out
+
+    # ------------------------------------------------------------------ measurement
+
+    def busy_time(self, c: int, at: float | None = None) -> float:
+        """How long channel ``c`` has been reserved in [0, ``at``] (default now)."""
+        at = self.now if at is None else at
+        b, f = self.busy[c], self.free_at[c]
+        if f == INF:
+            return b + max(0.0, at - self.held[c])
+        if f > at:  # a release already booked lies ahead
+            return b - (f - max(at, self.held[c]))
+        return b
+
+    def utilization(self, since: Iterable[float] | None = None, t0: float = 0.0,
+                    t1: float | None = None) -> list[float]:
+        """Reserved fraction of [t0, t1] for every channel; ``since``: the busy times at t0
+        (:meth:`busy_snapshot` taken then), default zero."""
+        t1 = self.now if t1 is None else t1
+        span = t1 - t0
+        n = self.channels.count
+        base = list(since) if since is not None else [0.0] * n
+        if span <= 0:
+            return [0.0] * n
+        return [(self.busy_time(c, t1) - base[c]) / span for c in range(n)]
+
+    def busy_snapshot(self) -> list[float]:
+        return [self.busy_time(c) for c in range(self.channels.count)]
+
+    def us(self, t: float) -> float:
+        """Flit times to microseconds."""
+        return t * self.flit_time
+
+
+__all__ = ["Delivery", "NetworkError", "Wormhole"]
