@@ -93,7 +93,87 @@ def _print_simulation(doc: dict, wall: float) -> None:
             f"({doc['simulated_messages'] / wall:,.0f} messages/s)[/]" if wall > 0 else "")
 
 
-def _common(p, simulate_only: bool = False) -> None:
+def predict(args) -> int:
+    from scheduler.network.predict import predict_job
+
+    topology = _net(args).channels.topology
+    jobs = _jobs(args, topology)
+    doc = {"topology": str(topology), "model": args.model, "case4": args.case4,
+           "length_flits": args.length, "flit_time_us": args.flit_time,
+           "jobs": [predict_job(j, topology, args.model, length=args.length, flit_time=args.flit_time,
+                                case4=args.case4) for j in jobs],
+           "note": "each job alone: contention between jobs is not modelled here; delays are "
+                   "L*T_t + contention (the models leave out the hop term)"}
+    if args.json:
+        print_json(doc)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console()
+    c.print(f"[bold]{doc['topology']}[/]  {args.model} model  ({doc['note']})")
+    for j in doc["jobs"]:
+        t = Table(title=f"{j['name']}: {j['pattern']}, {j['predictor']}", title_justify="left",
+                  header_style="bold")
+        for col in ("source", "destination", "MTBS", "predicted delay (us)"):
+            t.add_column(col, justify="right")
+        for p in j["paths"]:
+            t.add_row(str(p["source"]), str(p["destination"]), f"{p['mtbs_us']:g}", f"{p['predicted_delay_us']:.2f}")
+        c.print(t)
+        c.print(f"mean {j['mean_delay_us']:.2f} us" + ("" if not j["bound"] else " (an upper bound)")
+                + "".join(f"; {a['predictor']}: {a['mean_delay_us']:.2f} us" for a in j["also"]))
+    return 0
+
+
+def metrics(args) -> int:
+    from fractions import Fraction
+
+    from scheduler.network.metrics import congestion, icl, internal_competing_level, scl
+
+    net = _net(args)
+    jobs = _jobs(args, net.channels.topology)
+    ch = net.channels
+    paths = [(j, p) for j in jobs for p in j.paths]
+    routes = [ch.route(p.src, p.dst) for _, p in paths]
+    owners = [j.name for j, _ in paths]
+    s, i, k = scl(routes), icl(routes), internal_competing_level(routes, owners)
+    cong = congestion(routes)
+    per_job = []
+    for j in jobs:
+        idx = [n for n, o in enumerate(owners) if o == j.name]
+        per_job.append({"name": j.name, "pattern": j.pattern, "paths": len(idx),
+                        "scl": float(Fraction(sum(s[n] for n in idx), len(idx))),
+                        "icl": float(Fraction(sum(i[n] for n in idx), len(idx))),
+                        "internal_competing_level": float(Fraction(sum(k[n] for n in idx), len(idx)))})
+    doc = {"topology": str(ch.topology),
+           "paths": [{"job": owners[n], "source": p.src, "destination": p.dst, "hops": len(routes[n]),
+                      "scl": s[n], "icl": i[n], "internal_competing_level": k[n],
+                      "starting_channel": ch.name(routes[n][0])} for n, (_, p) in enumerate(paths)],
+           "jobs": per_job,
+           "pattern": {"scl": sum(s) / len(s), "icl": sum(i) / len(i),
+                       "max_congestion": max(cong.values(), default=0)},
+           "channels": [{"channel": ch.name(c), "congestion": v} for c, v in sorted(cong.items())]}
+    if args.json:
+        print_json(doc)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console()
+    t = Table(title=f"{doc['topology']}: pattern metrics (§4.3.2, §6.2.1)", title_justify="left",
+              header_style="bold")
+    for col in ("job", "pattern", "paths", "SCL", "ICL", "internal competing level"):
+        t.add_column(col, justify="right")
+    for j in per_job:
+        t.add_row(j["name"], j["pattern"], str(j["paths"]), f"{j['scl']:.3f}", f"{j['icl']:.3f}",
+                  f"{j['internal_competing_level']:.3f}")
+    c.print(t)
+    c.print(f"all paths: SCL {doc['pattern']['scl']:.3f}, ICL {doc['pattern']['icl']:.3f}, "
+            f"largest congestion factor {doc['pattern']['max_congestion']}")
+    return 0
+
+
+def _common(p) -> None:
     p.add_argument("--mesh", default=None, metavar="WxH", help="a W x H mesh (default 16x16)")
     p.add_argument("--topology", default=None, help="mesh:WxH or hypercube:N (instead of --mesh)")
     p.add_argument("--job", action="append", metavar="SPEC",
@@ -119,4 +199,16 @@ def add_commands(sub) -> None:
                    help="messages per path not measured (default: a tenth of --messages)")
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(func=simulate)
+    pr = nsub.add_parser("predict", help="the analytic contention models for the same jobs",
+                         description="Chapter 4 (homogeneous) or chapter 5 (heterogeneous) models: "
+                                     "per-path predicted delays in microseconds.")
+    _common(pr)
+    pr.add_argument("--model", choices=["homogeneous", "heterogeneous"], default="homogeneous")
+    pr.add_argument("--case4", choices=["physical", "literal"], default="physical",
+                    help="reading of eqs. 5.10/5.11 (NETWORK.md 5.2; default physical)")
+    pr.set_defaults(func=predict)
+    me = nsub.add_parser("metrics", help="SCL, ICL, internal competing level, congestion (no simulation)",
+                         description="Pattern metrics of §4.3.2 and §6.2.1 over the jobs' XY/e-cube routes.")
+    _common(me)
+    me.set_defaults(func=metrics)
     net.set_defaults(func=lambda args: (net.print_help(), 2)[1])

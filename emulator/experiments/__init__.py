@@ -13,7 +13,7 @@ import importlib
 from scheduler.registry import Registry, UnknownPolicy
 
 REGISTRY = Registry("experiment")
-MODULES = ("lazy", "rsr", "dissertation", "nasa", "gang")
+MODULES = ("lazy", "rsr", "dissertation", "nasa", "gang", "network")
 _loaded = False
 
 

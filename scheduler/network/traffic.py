@@ -139,16 +139,16 @@ class PathStats:
 
 def path_stats(traffic: Traffic, pid: int) -> PathStats:
     s = traffic.sources[pid]
-    ft = traffic.net.flit_time
+    us = traffic.net.us
     n = len(s.delays)
     hops = len(traffic.net.channels.route(s.path.src, s.path.dst))
     base = hops + traffic.net.length - 1
     if not n:
         return PathStats(s.path, 0, hops, math.nan, math.nan, math.nan, math.nan)
-    ordered = sorted(s.delays)
-    p95 = percentile(ordered, 95)
-    return PathStats(s.path, n, hops, sum(s.delays) / n * ft, p95 * ft, s.contention / n * ft,
-                     (p95 - base) * ft)
+    p95 = percentile(sorted(s.delays), 95)
+    # delays are differences of float send times: Wormhole.us rounds away the last bits, so
+    # that a path without contention shows 0, not -5e-15
+    return PathStats(s.path, n, hops, us(sum(s.delays) / n), us(p95), us(s.contention / n), us(p95 - base))
 
 
 __all__ = ["Path", "PathStats", "Traffic", "path_stats", "percentile"]
