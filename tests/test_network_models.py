@@ -34,16 +34,28 @@ from scheduler.network.homogeneous import (
 from scheduler.network.metrics import (
     channels_of,
     congestion,
-    diagonal_pairs,
     icl,
     internal_competing_level,
     pattern_metrics,
     scl,
-    transpose_pairs,
 )
+from scheduler.network.patterns import pattern_pairs
 from scheduler.topology import Mesh
 
 HYP = settings(max_examples=60, deadline=None)
+
+
+def _row_col(name, n):
+    """The registered pattern's rank pairs as ((row, col), (row, col)) of an n x n job."""
+    return [(divmod(s, n), divmod(d, n)) for s, d in pattern_pairs(name, n, n)]
+
+
+def transpose_pairs(n):
+    return _row_col("transpose", n)
+
+
+def diagonal_pairs(n):
+    return _row_col("diagonal", n)
 
 
 def xy_routes(n, pairs, x0=0, y0=0, mesh=None):

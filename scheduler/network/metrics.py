@@ -144,33 +144,12 @@ def pattern_metrics(
     return PatternMetrics(n, icl_avg, scl_avg, by_job, max(cong.values(), default=0))
 
 
-# ----------------------------------------------------------------- the text's logical patterns
-
-
-def transpose_pairs(n: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Matrix transpose on an n x n job (§4.3.2): ``(row i, col j) -> (row j, col i)``, i != j.
-
-    Both directions are separate paths, so there are n(n-1). Order: row-major by source.
-    """
-    return [((i, j), (j, i)) for i in range(n) for j in range(n) if i != j]
-
-
-def diagonal_pairs(n: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Diagonal pattern (§6.2.1): ``(i, i) <-> (n-i-1, n-i-1)``, both directions.
-
-    For odd n the centre node would pair with itself; it does not send (NETWORK.md §3.1, [D]).
-    """
-    return [((i, i), (n - 1 - i, n - 1 - i)) for i in range(n) if i != n - 1 - i]
-
-
 __all__ = [
     "PatternMetrics",
     "channels_of",
     "congestion",
-    "diagonal_pairs",
     "icl",
     "internal_competing_level",
     "pattern_metrics",
     "scl",
-    "transpose_pairs",
 ]
