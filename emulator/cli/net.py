@@ -72,11 +72,11 @@ def _print_simulation(doc: dict, wall: float) -> None:
             f"T_t = {s['flit_time_us']} us  ({doc['messages_per_path']} messages per path after "
             f"{doc['warmup_messages_per_path']} of warm-up; seed {doc['seed']})")
     t = Table(title="paths (delays in us)", title_justify="left", header_style="bold")
-    for col in ("job", "source", "destination", "hops", "MTBS", "messages", "mean delay", "p95 delay",
-                "mean contention"):
+    for col in ("job", "from", "to", "hops", "MTBS", "msgs", "mean", "p95", "contention"):
         t.add_column(col, justify="right")
     for p in doc["paths"]:
-        t.add_row(p["job"], str(p["source_at"]), str(p["destination_at"]), str(p["hops"]),
+        at = (lambda v: ",".join(map(str, v)) if isinstance(v, list) else str(v))
+        t.add_row(p["job"], at(p["source_at"]), at(p["destination_at"]), str(p["hops"]),
                   f"{p['mtbs_us']:g}", str(p["messages"]), f"{p['mean_delay_us']:.2f}",
                   f"{p['p95_delay_us']:.2f}", f"{p['mean_contention_us']:.2f}")
     c.print(t)

@@ -33,6 +33,7 @@ from scheduler.network.wormhole import NetworkError
 from scheduler.registry import Registry
 
 PATTERNS = Registry("pattern")
+MAX_PATHS = 1_000_000  # all-to-all on 1001 nodes; more would exhaust memory before it started
 
 Pairs = list[tuple[int, int]]
 
@@ -90,6 +91,8 @@ def pairs(w: int, h: int, paths: str = "") -> Pairs:
 def all_to_all(w: int, h: int) -> Pairs:
     """Every rank to every other rank."""
     n = w * h
+    if n * (n - 1) > MAX_PATHS:
+        raise NetworkError(f"all-to-all on {n} nodes is {n * (n - 1):,} paths; at most {MAX_PATHS:,}")
     return [(s, d) for s in range(n) for d in range(n) if s != d]
 
 

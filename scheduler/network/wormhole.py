@@ -256,7 +256,7 @@ class Wormhole:
     def us(self, t: float) -> float:
         """Flit times to microseconds, to the nanosecond's millionth (so 501 flits read 25.05,
         not 25.050000000000002)."""
-        return round(t * self.flit_time, 9)
+        return round(t * self.flit_time, 9) + 0.0  # + 0.0: no -0.0
 
 
 __all__ = ["Delivery", "NetworkError", "Wormhole"]
