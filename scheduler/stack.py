@@ -86,18 +86,19 @@ def _json_inf(v: str) -> str:
                   flags=re.IGNORECASE)
 
 
-def parse_params(items) -> dict:
-    """``["KEY=VALUE", ...]`` (repeatable ``--param``) -> dict; ``-`` in a key reads as ``_``."""
+def parse_params(items, what: str = "--param") -> dict:
+    """``["KEY=VALUE", ...]`` (repeatable ``--param``; the options of a ``--job`` or ``--comm``
+    spec, ``what`` naming them in errors) -> dict; ``-`` in a key reads as ``_``."""
     out = {}
     for item in items or ():
         if not isinstance(item, str):
-            raise StackError(f"--param must be KEY=VALUE, got {item!r}")
+            raise StackError(f"{what} must be KEY=VALUE, got {item!r}")
         k, eq, v = item.partition("=")
         k = k.strip().replace("-", "_")
         if not eq or not k.isidentifier():
-            raise StackError(f"--param must be KEY=VALUE, got {item!r}")
+            raise StackError(f"{what} must be KEY=VALUE, got {item!r}")
         if k in out:
-            raise StackError(f"--param {k} is given twice")
+            raise StackError(f"{what} {k} is given twice")
         out[k] = parse_value(v)
     return out
 

@@ -15,7 +15,53 @@ from emulator.cli import UsageError, print_json
 from emulator.jsonable import jsonable as _jsonable
 
 
-def _jobs(args, topo):
+def _comm(args, topo):
+    """``--comm`` profiles, or None: [(Comm, share)]."""
+    if not args.comm:
+        return None
+    from scheduler.comm import parse_comm
+
+    return [parse_comm(spec) for spec in args.comm]
+
+
+def _size_dist(args, topo, profiles):
+    """The size distribution: --size-dist, else uniform on a cube and processors on a mesh;
+    with --comm on a mesh, square-var when a profile's pattern needs square jobs."""
+    if args.size_dist:
+        return args.size_dist
+    if topo.kind == "hypercube":
+        return "uniform"
+    if profiles and not all(c.fits(2, 3) for c, _ in profiles):
+        return "square-var"
+    return "processors"
+
+
+def _model(args, topo, profiles):
+    """The communicating jobs' work model and the JSON's ``network`` block (time unit rule)."""
+    from emulator.sim.comm import CommWork, auto_unit
+
+    unit = args.net_time_unit.strip().lower()
+    if unit == "auto":
+        if args.trace:
+            us, rule = args.time_unit * 1e6, "auto: the trace's --time-unit seconds"
+        else:
+            us = auto_unit(profiles, args.service_mean, length=args.message_length, flit_time=args.flit_time)
+            rule = ("auto: the profiles' mean contention-free run time K x (MTBS + L x T_t) is "
+                    "--service-mean units")
+    else:
+        try:
+            us = float(unit)
+        except ValueError:
+            raise UsageError(f"--net-time-unit must be microseconds per time unit or auto, "
+                             f"got {args.net_time_unit!r}") from None
+        rule = "given (--net-time-unit)"
+    model = CommWork(topo, unit_us=us, flit_time=args.flit_time, length=args.message_length, seed=args.seed)
+    net = {**model.settings(), "time_unit_rule": rule,
+           "profiles": [{"comm": str(c), "share": s} for c, s in profiles]}
+    return model, net
+
+
+def _jobs(args, topo, profiles=None):
     from emulator.sim import workloads
 
     if args.trace:
@@ -25,7 +71,7 @@ def _jobs(args, topo):
         return jobs, {"trace": str(args.trace), "jobs": len(jobs)}
     if args.load is None:
         raise UsageError("a synthetic run needs --load (or give --trace FILE)")
-    size_dist = args.size_dist or ("uniform" if topo.kind == "hypercube" else "processors")
+    size_dist = _size_dist(args, topo, profiles)
     wl = workloads.make_workload(
         topo, load=args.load, size_dist=size_dist, service=args.service,
         service_mean=args.service_mean, demand=args.demand, seed=args.seed,
@@ -54,14 +100,23 @@ def run(args) -> int:
     params = dict(config.params)
     if args.write_swf:
         _check_output(args.write_swf)  # before the run, not after it
+    profiles = _comm(args, topo)
+    if profiles and (config.gang is not None or config.reduction is not None):
+        raise UsageError("--comm does not combine with --gang or --reduction (one rank per node, no time sharing)")
     if config.gang is not None:
         return run_gang(args, topo, config)
     args.scheduler = config.discipline
     d = build(config).policy
-    jobs, info = _jobs(args, topo)
+    jobs, info = _jobs(args, topo, profiles)
+    model = net = None
+    if profiles:
+        from emulator.sim.comm import comm_jobs
+
+        model, net = _model(args, topo, profiles)
+        jobs = comm_jobs(jobs, profiles, topo, seed=args.seed)
     keep = bool(args.write_swf)
     sim = Simulation(d, jobs, until=args.time, completions=args.jobs, warmup=args.warmup,
-                     keep_records=keep)
+                     keep_records=keep, model=model)
     t0 = time.perf_counter()
     show = sys.stderr.isatty() and not args.json
     if show:
@@ -84,6 +139,8 @@ def run(args) -> int:
         "wall_seconds": wall, "events_per_second": m["events"] / wall if wall > 0 else None,
         "metrics": m,
     }
+    if net is not None:
+        out["network"] = net
     if args.write_swf:
         from emulator.sim import swf
 
@@ -181,7 +238,18 @@ def print_metrics(out: dict) -> None:
               "ls_ratio", "mean_jobs_in_system", "observation_time"):
         v = m[k]
         t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
+    if "mean_message_delay" in m:
+        for k in ("comm_completed", "mean_message_delay", "mean_message_contention", "mean_comm_run_time",
+                  "mean_contention_free_run_time", "mean_slowdown", "messages"):
+            v = m[k]
+            t.add_row(k + (" (us)" if k.startswith("mean_message") else ""),
+                      f"{v:.4f}" if isinstance(v, float) else str(v))
     c.print(t)
+    if out.get("network"):
+        n = out["network"]
+        c.print(f"network: 1 time unit = {n['time_unit_us']:g} us ({n['time_unit_rule']}); "
+                f"L = {n['length_flits']} flits, T_t = {n['flit_time_us']} us; "
+                + ", ".join(f"{p['comm']} (share {p['share']:g})" for p in n["profiles"]))
     if m["per_size"]:
         ps = Table(title="per allocated size", title_justify="left", header_style="bold")
         for col in ("nodes", "completed", "mean wait", "mean turnaround"):
@@ -221,5 +289,24 @@ def add_commands(sub) -> None:
     p.add_argument("--switch-cost", type=float, default=0.0, help="gang: time units per context switch")
     p.add_argument("--reload-time", type=float, default=0.0, help="gang: cache-reload phase after a switch")
     p.add_argument("--reload-rate", type=float, default=0.5, help="gang: speed during the reload phase")
+    g = p.add_argument_group(
+        "jobs that communicate (our extension, not the dissertation's model: NETWORK.md 3.3)",
+        "With --comm a job's run time comes from its messages: its ranks run on its nodes (row-major "
+        "order of the nodes unless the allocator maps them: naive-ch6, multiple-buddy-ch6), every path "
+        "of its pattern does K iterations of send, wait for the delivery, compute Exp(MTBS) on one "
+        "wormhole network shared with every running job, and it leaves when its last path is done. "
+        "Example: mcemu simulate --topology mesh:32x32 --allocator naive --load 0.5 "
+        "--comm transpose:mtbs=25:iterations=200 --jobs 300")
+    g.add_argument("--comm", action="append", metavar="PATTERN:mtbs=US:iterations=K",
+                   help="every job communicates so (repeatable: each job draws one, weighted by :share=W); "
+                        "pattern options follow, e.g. permutation:mtbs=0:iterations=50:seed=3. A job asks for "
+                        "its logical grid: on a mesh, square-var sizes by default when the pattern needs "
+                        "square jobs (transpose, diagonal)")
+    g.add_argument("--net-time-unit", default="auto", metavar="US",
+                   help="microseconds of the network per time unit of the jobs; auto (default): the "
+                        "profiles' mean contention-free run time K x (MTBS + L x T_t) equals --service-mean "
+                        "units (with --trace: --time-unit seconds)")
+    g.add_argument("--flit-time", type=float, default=0.05, help="microseconds per flit (0.05)")
+    g.add_argument("--message-length", type=int, default=500, help="flits per message (500)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=run)

@@ -31,6 +31,7 @@ class Panel:
     kind: str = "line"
     xmetrics: list | None = None
     hline: str | None = None  # a metric drawn as a dashed reference (lazy Fig. 9's last arrival)
+    linestyle: Callable[[str], str] | None = None  # series label -> matplotlib style ("-", ":")
 
     def label(self, params: dict) -> str:
         return self.series(params) if callable(self.series) else str(params.get(self.series))

@@ -40,7 +40,8 @@ def plot(exp: Experiment, res: Results, path: Path) -> None:
                 xs = [t[0] for t in pts]
                 ys = [t[1] for t in pts]
                 es = [_finite(t[2]) for t in pts]
-                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=4, capsize=3, label=lab)
+                line = ax.errorbar(xs, ys, yerr=es, marker="o", ms=4, capsize=3, label=lab,
+                                   ls=panel.linestyle(lab) if panel.linestyle else "-")
                 capx = [t[0] for t in pts if t[3]]
                 if capx:
                     capy = [t[1] for t in pts if t[3]]

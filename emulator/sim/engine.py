@@ -29,6 +29,14 @@ hands the decisions to the work model, then calls the observers.
   end of a switch phase), taken before every other event at the same time (kind ``MODEL``),
   and has an ``advance(t)`` hook, called before the first event at a later time, that
   progresses the work, departs the jobs that are done and returns how many left.
+* A work model that works ahead of the clock (``works_ahead = True``: the network of jobs that
+  communicate, emulator.sim.comm) is asked ``next_event(now, horizon)``, where ``horizon`` is
+  the time of the engine's own next event (arrival, departure, the policy's timer; at most the
+  ``run(until)`` limit): it may do its own work up to that time, not including it, since that
+  event may change the work (a start adds traffic), and it must return a time no later than
+  any departure it found. A run that stops at its limit asks again when it resumes. Events
+  put on the heap from outside between two runs must not lie before the time the model was
+  asked up to.
 
 ``events`` counts the events taken: arrivals, departures, timers that fired and the work
 model's own timers.
@@ -166,11 +174,12 @@ class Engine:
         p, model = self.policy, self.model
         return (p.arrive, p.depart, p.tick, p.next_wakeup if self.timers else None, model.apply,
                 getattr(model, "advance", None), getattr(model, "next_event", None),
+                bool(getattr(model, "works_ahead", False)),
                 type(model) is FixedRuntime,  # its departures are pushed in the loop, without a call
                 _observer(self.observers, once), self.on_reject, self.timer_rank, self.idle_timer)
 
     def _loop(self, stop_at: float, once: bool) -> None:
-        (arrive, depart, tick, next_wakeup, apply, advance, model_next, fixed, observe, reject, trank,
+        (arrive, depart, tick, next_wakeup, apply, advance, model_next, ahead, fixed, observe, reject, trank,
          idle) = self._hooks(once)
         heap, seq, jobs, pending = self._heap, self._seq, self._jobs, self._pending
         now, events, in_system = self.now, self.events, self.in_system
@@ -193,10 +202,12 @@ class Engine:
                     t = math.inf  # nothing, unless the work model's timer comes
                 if model_next is not None:  # the model's timer: asked once per instant, after its last event
                     if stale and t > now:
-                        model_at, stale = model_next(now), False
+                        model_at = model_next(now, t if t < stop_at else stop_at) if ahead else model_next(now)
+                        stale = False
                     if model_at is not None and model_at <= t:
                         t, kind = model_at, MODEL
                 if t > stop_at:  # stop_at is finite: nothing left (inf) ends the run too
+                    stale = True  # a resumed run asks the model again (a horizon past this limit)
                     break
                 if advance is not None and t > now:
                     in_system -= advance(t)

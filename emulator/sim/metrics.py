@@ -288,6 +288,30 @@ def per_size_means(done) -> tuple:
                      for k, v in sorted(by_size.items())}
 
 
+# --------------------------------------------------------------------------- jobs that communicate
+
+
+def comm_metrics(records) -> dict:
+    """The run's communication metrics from per-job records of emulator.sim.comm (our
+    extension, NETWORK.md 3.3): ``comm_completed`` (counted jobs that communicated),
+    ``mean_message_delay`` and ``mean_message_contention`` (microseconds: the mean over those
+    jobs of each job's mean over its messages, the dissertation's job-level delay averaged per
+    job), ``mean_comm_run_time`` and ``mean_contention_free_run_time`` (job time units),
+    ``mean_slowdown`` (mean of run time / contention-free run time) and ``messages`` (of
+    those jobs)."""
+    n = len(records)
+    slow = [r["slowdown"] for r in records if not math.isnan(r["slowdown"])]
+    return {
+        "comm_completed": n,
+        "mean_message_delay": mean(sum(r["mean_delay_us"] for r in records), n, math.nan),
+        "mean_message_contention": mean(sum(r["mean_contention_us"] for r in records), n, math.nan),
+        "mean_comm_run_time": mean(sum(r["run_time"] for r in records), n, math.nan),
+        "mean_contention_free_run_time": mean(sum(r["contention_free_run_time"] for r in records), n, math.nan),
+        "mean_slowdown": mean(sum(slow), len(slow), math.nan),
+        "messages": sum(r["messages"] for r in records),
+    }
+
+
 # --------------------------------------------------------------------------- gang runs
 
 
@@ -327,6 +351,6 @@ def gang_metrics(policy_name: str, finished: list, counts: dict, *, short_thresh
     }
 
 
-__all__ = ["JobRecord", "SimMetrics", "busy_node_time", "gang_metrics", "ls_ratio", "mean",
+__all__ = ["JobRecord", "SimMetrics", "busy_node_time", "comm_metrics", "gang_metrics", "ls_ratio", "mean",
            "mean_queueing_delay", "measured_load", "per_size_means", "power", "throughput", "time_average",
            "turnaround_by_asked", "utilization"]

@@ -86,6 +86,7 @@ def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2
               "hops": st.hops, "mtbs_us": st.path.mtbs, "messages": st.messages,
               "mean_delay_us": st.mean, "p95_delay_us": st.p95,
               "mean_contention_us": st.contention, "p95_contention_us": st.p95_contention,
+              "mean_starting_contention_us": st.starting,
               "contention_free_us": net.us(st.hops + net.length - 1)}
              for i, st in enumerate(stats)]
     per_job = []

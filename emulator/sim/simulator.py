@@ -38,6 +38,7 @@ class SimResult:
     metrics: dict
     records: list = field(default_factory=list)  # metrics.JobRecord of counted completions
     rejected: list = field(default_factory=list)  # (job id, reason) with on_reject="skip"
+    comm: list = field(default_factory=list)  # with a CommWork model: its records of counted jobs
 
 
 class _Trace:
@@ -61,13 +62,16 @@ class Simulation:
     has completed (trace replay). ``on_reject``: "error" (default: a job that can never fit is
     a clear error naming it) or "skip" (count it in ``rejected``). ``trace(kind, t, start)``
     is called for every "start" and "depart"; ``progress(now, completed)`` now and then.
+    ``model``: the work model (default: a job runs for its run time); one with ``observe``
+    also observes, and one with ``metrics(warmup)`` adds its metrics (emulator.sim.comm:
+    jobs whose run time comes from their messages).
     """
 
     def __init__(self, discipline, jobs: Iterable[Job], *, until: float | None = None,
                  completions: int | None = None, warmup: int = 0, keep_records: bool = False,
                  keep_nodes: bool = False, samples: int = 20, on_reject: str = "error",
                  progress: Callable[[float, int], None] | None = None,
-                 trace: Callable[[str, float, object], None] | None = None):
+                 trace: Callable[[str, float, object], None] | None = None, model=None):
         if until is not None and (not math.isfinite(until) or until <= 0):
             raise SimulationError(f"observation time must be > 0, got {until}")
         if completions is not None and completions <= warmup:
@@ -87,6 +91,7 @@ class Simulation:
         self.on_reject = on_reject
         self.progress = progress
         self.trace = trace
+        self.model = model
         self.events = 0
 
     def run(self) -> SimResult:
@@ -102,11 +107,18 @@ class Simulation:
         progress = None
         if self.progress is not None:
             progress = lambda now: self.progress(now, metrics.completed)  # noqa: E731
-        observers = [metrics] + ([_Trace(self.trace)] if self.trace else [])
-        engine = Engine(self.d, self.jobs, observers=observers, on_reject=reject, progress=progress)
+        model = self.model
+        observers = ([metrics] + ([model] if hasattr(model, "observe") else [])
+                     + ([_Trace(self.trace)] if self.trace else []))
+        engine = Engine(self.d, self.jobs, model=model, observers=observers, on_reject=reject, progress=progress)
         engine.run(self.until)
         self.events = engine.events
-        return SimResult(metrics.result(engine.now, engine.events), metrics.records or [], rejected)
+        m = metrics.result(engine.now, engine.events)
+        comm = []
+        if hasattr(model, "metrics"):
+            m.update(model.metrics(self.warmup))
+            comm = model.counted(self.warmup) if hasattr(model, "counted") else []
+        return SimResult(m, metrics.records or [], rejected, comm)
 
 
 def simulate(topology, allocator: str, scheduler: str, jobs: Iterable[Job], *,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from itertools import count
 from typing import Iterable
 
-from scheduler.topology import Piece, Request, RequestError, Topology, TopologyError
+from scheduler.topology import Piece, Request, RequestError, Submesh, Topology, TopologyError
 
 
 class AllocationError(ValueError):
@@ -59,6 +59,12 @@ class Allocation:
         a = Allocation(self.pieces, self.request, self.size, self.owner, self.serial, folds, asked)
         a._nodes = self._nodes
         return a
+
+    @property
+    def ranks(self) -> tuple:
+        """The nodes in rank order (rank i runs on ``ranks[i]``): the allocator's mapping,
+        :meth:`Allocator.rank_order`."""
+        return self.owner.rank_order(self)
 
     def describe(self) -> str:
         return " + ".join(str(p) for p in self.pieces)
@@ -154,6 +160,19 @@ class Allocator:
     def free_nodes(self) -> frozenset:
         """The free nodes as this allocator's own structures see them."""
         raise NotImplementedError
+
+    def rank_order(self, allocation: Allocation) -> tuple:
+        """``allocation``'s nodes in rank order: increasing node id, as the daemon numbers a
+        job's tasks (row-major on a mesh: a submesh in its own row-major order, scattered nodes
+        as NETWORK.md 8.23 reads the text). A submesh given rotated (h x w for a w x h request)
+        keeps the logical grid: logical (x, y) runs on the piece's (y, x). An allocator that maps
+        ranks itself (the chapter-6 rules) overrides this."""
+        req, pieces = allocation.request, allocation.pieces
+        if (len(pieces) == 1 and isinstance(pieces[0], Submesh) and req.kind == "submesh"
+                and req.a != req.b and (pieces[0].w, pieces[0].h) == (req.b, req.a)):
+            p, width = pieces[0], self.topology.width
+            return tuple((p.y + x) * width + p.x + y for y in range(req.b) for x in range(req.a))
+        return tuple(sorted(allocation.nodes))
 
     # ------------------------------------------------------------------ policy hooks
 

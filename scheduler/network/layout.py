@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from scheduler.network.patterns import pattern_pairs
 from scheduler.network.traffic import Path
 from scheduler.network.wormhole import NetworkError
-from scheduler.stack import parse_value
+from scheduler.stack import parse_params, parse_value
 from scheduler.topology import Hypercube, Mesh, Subcube, Topology, TopologyError, parse_topology
 
 _SPEC = re.compile(r"^(?P<pattern>[a-z][a-z0-9-]*)(?::(?P<shape>\d+(?:x\d+)?))?@(?P<place>[^:]+)(?::(?P<opts>.*))?$")
@@ -120,14 +120,10 @@ def parse_job(spec: str, topology: Topology | str, index: int = 0) -> NetJob:
     if not m:
         raise NetworkError(f"{where}: write PATTERN[:SHAPE]@PLACE[:KEY=VALUE...], e.g. transpose:4x4@0,0:mtbs=25")
     pattern, shape, place = m["pattern"], m["shape"], m["place"]
-    opts: dict = {}
-    for item in filter(None, (m["opts"] or "").split(":")):
-        k, eq, v = item.partition("=")
-        if not eq or not k:
-            raise NetworkError(f"{where}: option {item!r} is not KEY=VALUE")
-        if k in opts:
-            raise NetworkError(f"{where}: option {k} is given twice")
-        opts[k] = v if k in ("mtbs", "name", "paths") else parse_value(v)
+    try:
+        opts = parse_params(filter(None, (m["opts"] or "").split(":")), f"{where}: an option")
+    except ValueError as e:
+        raise NetworkError(str(e)) from None
     if shape is None:
         raise NetworkError(f"{where}: give the job's shape, e.g. {pattern}:4x4 (stair: the number of layers)")
     if pattern == "stair":
@@ -153,7 +149,8 @@ def parse_job(spec: str, topology: Topology | str, index: int = 0) -> NetJob:
         raise NetworkError(f"{where}: {e}") from None
     if not ranks:
         raise NetworkError(f"{where}: the pattern has no paths")
-    return NetJob(str(own.get("name") or f"j{index}"), pattern, (w, h), nodes, tuple(ranks),
+    name = own.get("name")
+    return NetJob(f"j{index}" if name in (None, "") else str(name), pattern, (w, h), nodes, tuple(ranks),
                   _mtbs(own.get("mtbs", 0.0), len(ranks), where),
                   _iterations(own.get("iterations"), where))
 

@@ -40,7 +40,7 @@ class Path:
 
 class _Source:
     __slots__ = ("path", "think", "rng", "sent", "done", "limit", "active", "delays", "contention",
-                 "last")
+                 "starting", "last")
 
     def __init__(self, path: Path, think: float, rng: random.Random, limit: int | None):
         self.path, self.think, self.rng, self.limit = path, think, rng, limit
@@ -48,6 +48,7 @@ class _Source:
         self.active = True
         self.delays: list[float] = []  # flit times, of the messages recorded
         self.contention = 0.0
+        self.starting = 0.0  # of the recorded messages: waits for the first channel
         self.last = 0.0  # delivery time of the last message
 
 
@@ -97,6 +98,7 @@ class Traffic:
         got = self.net.advance(until)
         L1 = self.net.length - 1
         sources, warmup = self.sources, self.warmup
+        k0 = self.net.startup
         for d in got:
             pid = d.tag
             s = sources[pid]
@@ -106,6 +108,7 @@ class Traffic:
                 delay = d.delivered - d.sent
                 s.delays.append(delay)
                 s.contention += delay - d.hops - L1
+                s.starting += d.first - d.sent - k0
             if s.limit is not None and s.done >= s.limit:
                 s.active = False
                 self.finished.append(pid)
@@ -135,6 +138,7 @@ class PathStats:
     p95: float
     contention: float  # mean of (delay - contention-free latency)
     p95_contention: float
+    starting: float  # mean wait for the first channel (the rest of the contention is intermediate)
 
 
 def path_stats(traffic: Traffic, pid: int) -> PathStats:
@@ -144,11 +148,12 @@ def path_stats(traffic: Traffic, pid: int) -> PathStats:
     hops = len(traffic.net.channels.route(s.path.src, s.path.dst))
     base = hops + traffic.net.length - 1
     if not n:
-        return PathStats(s.path, 0, hops, math.nan, math.nan, math.nan, math.nan)
+        return PathStats(s.path, 0, hops, math.nan, math.nan, math.nan, math.nan, math.nan)
     p95 = percentile(sorted(s.delays), 95)
     # delays are differences of float send times: Wormhole.us rounds away the last bits, so
     # that a path without contention shows 0, not -5e-15
-    return PathStats(s.path, n, hops, us(sum(s.delays) / n), us(p95), us(s.contention / n), us(p95 - base))
+    return PathStats(s.path, n, hops, us(sum(s.delays) / n), us(p95), us(s.contention / n), us(p95 - base),
+                     us(s.starting / n))
 
 
 __all__ = ["Path", "PathStats", "Traffic", "path_stats", "percentile"]

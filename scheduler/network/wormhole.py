@@ -56,12 +56,16 @@ class NetworkError(ValueError):
 
 
 class Delivery(NamedTuple):
-    """A message whose tail reaches its destination at ``delivered`` (flit times)."""
+    """A message whose tail reaches its destination at ``delivered`` (flit times);
+    ``first``: when its header got its first channel, so ``first - sent - startup`` is the
+    *starting contention* (§3.2: at "the first communication channel that a message faces")
+    and the rest of ``delivered - sent - (hops + L - 1)`` the intermediate contention."""
 
     tag: object
     sent: float
     delivered: float
     hops: int
+    first: float
 
 
 class Wormhole:
@@ -111,7 +115,8 @@ class Wormhole:
         self._seq += 1
         self.sent += 1
         self.in_flight += 1
-        heappush(self._heap, (at + self.startup, _INJECT, self._seq, [route, 0, at, tag]))
+        # a message: [route, index of the channel its header wants, sent, tag, first channel at]
+        heappush(self._heap, (at + self.startup, _INJECT, self._seq, [route, 0, at, tag, 0.0]))
 
     def next_time(self) -> float | None:
         """The time of the next internal event (None: nothing in flight)."""
@@ -126,13 +131,14 @@ class Wormhole:
         """Take the events up to time ``until`` and return the deliveries that became certain,
         in the order found. A delivery is certain when its header reaches the destination (the
         sink never blocks); its ``delivered`` time may still lie ahead. So that a caller can
-        send in reply at the delivery time, the call stops before any event later than the
-        earliest delivery it returns."""
+        send in reply at the delivery time, the call stops before the earliest delivery time
+        it returns: no event at that instant has been taken, so a reply sent then is ordered
+        with them exactly as if it had been sent before the call, however calls are cut."""
         heap, hops = self._heap, self._hops
         free_at, held, busy, waiters = self.free_at, self.held, self.busy, self.waiters
         L = self.length
         out: list[Delivery] = []
-        limit = until
+        limit = INF  # the earliest delivery returned: events from then on wait for the next call
         now = self.now
         seq = self._seq
         try:
@@ -141,17 +147,17 @@ class Wormhole:
                     t = hops[0][0]
                     if heap and heap[0][0] <= t:
                         t, kind, _, item = heap[0]
-                        if t > limit:
+                        if t > until or t >= limit:
                             break
                         heappop(heap)
                     else:
-                        if t > limit:
+                        if t > until or t >= limit:
                             break
                         item = hops.popleft()[1]
                         kind = -1
                 elif heap:
                     t, kind, _, item = heap[0]
-                    if t > limit:
+                    if t > until or t >= limit:
                         break
                     heappop(heap)
                 else:
@@ -168,7 +174,7 @@ class Wormhole:
                     route = m[0]
                     if not route:  # to itself: no channel; the sink drains the worm
                         d = t + L - 1
-                        out.append(Delivery(m[3], m[2], d, 0))
+                        out.append(Delivery(m[3], m[2], d, 0, t))
                         self.in_flight -= 1
                         self.delivered += 1
                         if d < limit:
@@ -190,7 +196,9 @@ class Wormhole:
                 held[c] = t
                 route = m[0]
                 j = m[1]
-                if j >= L:  # the tail leaves the channel L behind the header
+                if not j:
+                    m[4] = t
+                elif j >= L:  # the tail leaves the channel L behind the header
                     r = route[j - L]
                     free_at[r] = t
                     busy[r] += t - held[r]
@@ -214,7 +222,7 @@ class Wormhole:
                         seq += 1
                         heappush(heap, (rel, _GRANT, seq, r))
                 delivered = tdest + L - 1
-                out.append(Delivery(m[3], m[2], delivered, d))
+                out.append(Delivery(m[3], m[2], delivered, d, m[4]))
                 self.in_flight -= 1
                 self.delivered += 1
                 if delivered < limit:

@@ -2,7 +2,7 @@
 
 ``net_point(params, seed)`` runs placed jobs' steady traffic (``mcemu net simulate``'s
 driver) and flattens the document into metrics: ``delay@JOB`` / ``contention@JOB`` (mean over
-the job's paths), ``delay#I`` / ``contention#I`` / ``p95#I`` (path I in the order of the jobs
+the job's paths), ``delay#I`` / ``contention#I`` / ``p95#I`` / ``starting#I`` (starting contention; path I in the order of the jobs
 and their patterns), ``mean_delay`` (over all paths), all in microseconds. ``params``:
 ``topology``, ``jobs`` (job specs ``PATTERN:SHAPE@PLACE:...`` or job-file objects),
 ``messages``, optional ``warmup``, ``length``, ``flit_time``.
@@ -35,8 +35,14 @@ def net_point(params: dict, seed: int) -> dict:
         out[f"delay#{i}"] = p["mean_delay_us"]
         out[f"contention#{i}"] = p["mean_contention_us"]
         out[f"p95#{i}"] = p["p95_delay_us"]
+        out[f"starting#{i}"] = p["mean_starting_contention_us"]
     out["mean_delay"] = sum(p["mean_delay_us"] for p in doc["paths"]) / len(doc["paths"])
     return out
 
 
-__all__ = ["PAPER", "build_jobs", "net_point"]
+def analysis_dotted(label: str) -> str:
+    """The dissertation's convention: simulation solid, analysis dotted (chapters 4-6)."""
+    return ":" if any(w in label for w in ("model", "analysis", "eq 4.14", "row stairs")) else "-"
+
+
+__all__ = ["PAPER", "analysis_dotted", "build_jobs", "net_point"]
