@@ -12,6 +12,7 @@ KINDS = [
     ("gang", "scheduler.gang"),
     ("size distributions", "emulator.sim.workloads"),
     ("service distributions", "emulator.sim.workloads"),
+    ("communication patterns", "scheduler.network.patterns"),
 ]
 
 
@@ -22,8 +23,8 @@ def registries() -> dict:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError:
             continue
-        reg = {"size distributions": "SIZE_DISTRIBUTIONS",
-               "service distributions": "SERVICE_DISTRIBUTIONS"}.get(label, "REGISTRY")
+        reg = {"size distributions": "SIZE_DISTRIBUTIONS", "service distributions": "SERVICE_DISTRIBUTIONS",
+               "communication patterns": "PATTERNS"}.get(label, "REGISTRY")
         r = getattr(mod, reg, None)
         if r is None:
             continue

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from emulator.experiments import register
 from emulator.experiments.experiment import Check, Experiment, Panel, fmt
-from emulator.experiments.network import ch5_paths, ch5_two_jobs  # noqa: F401 - register 5.15, 5.17
 from emulator.experiments.network.ch4_sim import LT, MODEL, SIM, messages_for, stair_rates
 from emulator.experiments.network.common import PAPER, net_point
 from scheduler.network.heterogeneous import mn_interaction
@@ -354,3 +353,6 @@ register(Experiment(
     "increase in layers' the step from k = 1 to k = 3; 'very significant interactions' are judged "
     "by the µs they add to P_i's delay (what a linear plot shows; the relative rise is given too). "
     "With k-k models P_i's own stair grows with k as well."))
+
+# after Figures 5.8-5.12, so that the experiments are listed in the chapter's order
+from emulator.experiments.network import ch5_paths, ch5_two_jobs  # noqa: E402,F401 - register 5.15, 5.17

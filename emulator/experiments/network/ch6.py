@@ -16,9 +16,12 @@ as job-file dicts by :func:`scenario_a`, :func:`scenario_b` and :func:`interleav
 """
 from __future__ import annotations
 
-from emulator.experiments.network import (  # noqa: F401 - importing registers the experiments
-    ch6_competitors, ch6_cut, ch6_layouts, ch6_levels, ch6_paths, ch6_rates,
-)
+# importing registers the experiments, in the chapter's order
+from emulator.experiments.network import ch6_paths  # noqa: F401, I001
+from emulator.experiments.network import ch6_competitors  # noqa: F401
+from emulator.experiments.network import ch6_rates  # noqa: F401
+from emulator.experiments.network import ch6_levels  # noqa: F401
+from emulator.experiments.network import ch6_cut  # noqa: F401
 from emulator.experiments.network.ch6_layouts import (  # noqa: F401
     A_PIECES, B_PIECES, FIRST_CUT, JOB_MESH, MIDDLE_CUT, ORDERED, REMOVED, SWAPPED, choose_removed_path,
     crossing_counts, inside_congestion, interactions, interleaved_jobs, job_dict, job_nodes, piece_columns,
