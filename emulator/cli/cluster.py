@@ -97,6 +97,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
                               gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
                               liveness=liveness, max_requeue=max_requeue)
+    if local_nodes is not None and not 0 <= int(local_nodes) <= topo.size:
+        raise UsageError(f"--local-nodes must be within 0-{topo.size} ({topo}), got {local_nodes}")
     py = sys.executable
     argv = [py, "-m", "emulator.live.daemon", "--home", str(home)]
     for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
@@ -111,7 +113,7 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     dproc = _spawn(argv, dlog)
     deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
     _wait_for(lambda: homemod.read_pidfile(home / "daemon.pid"), deadline, "daemon start", dproc, dlog)
-    n_local = topo.size if local_nodes is None else max(0, min(int(local_nodes), topo.size))
+    n_local = topo.size if local_nodes is None else int(local_nodes)
     lproc = None
     if procs["launcher"] is None and n_local:
         largv = [py, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
@@ -218,10 +220,9 @@ def _ranges(ids) -> str:
 
 def cmd_up(args) -> int:
     home = homemod.home_dir()
-    listen = args.listen
-    if listen and "://" not in listen:  # PORT, :PORT or HOST:PORT; loopback unless a host is named
-        host, _, port = listen.rpartition(":")
-        listen = f"tcp://{host or '127.0.0.1'}:{port}"
+    listen = homemod.endpoint(args.listen, "--listen", listen=True) if args.listen else None
+    if listen and not listen.startswith("tcp://"):
+        raise UsageError(f"--listen takes a tcp address (the ipc sockets are always there), got {args.listen!r}")
     st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
                        args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
                        timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
@@ -399,7 +400,7 @@ def cmd_workload(args) -> int:
 def cmd_node(args) -> int:
     from nodes import agent
 
-    return agent.run_node(args.id, args.connect, heartbeat=args.heartbeat, liveness=args.liveness,
+    return agent.run_node(args.id, homemod.endpoint(args.connect), heartbeat=args.heartbeat, liveness=args.liveness,
                           output_dir=args.output_dir, sched=args.sched)
 
 
@@ -473,13 +474,17 @@ def add_commands(sub) -> None:
     common(p)
     p.set_defaults(func=cmd_cancel)
 
-    p = sub.add_parser("workload", help="stream a synthetic Poisson workload into the running cluster")
-    p.add_argument("--jobs", type=int, required=True)
-    p.add_argument("--load", type=float, required=True)
-    p.add_argument("--size-dist")
-    p.add_argument("--service")
+    p = sub.add_parser("workload", help="stream a synthetic Poisson workload into the running cluster",
+                       description="Submit N jobs with Poisson arrivals in real time (the cluster's time unit), "
+                                   "sizes and run times drawn as `mcemu simulate` draws them; `mcemu policies` "
+                                   "lists the distributions.")
+    p.add_argument("--jobs", type=int, required=True, help="how many jobs to submit")
+    p.add_argument("--load", type=float, required=True,
+                   help="offered load: arrival rate x mean size x mean service / machine size (e.g. 0.8)")
+    p.add_argument("--size-dist", help="job size distribution (default: uniform on a cube, processors on a mesh)")
+    p.add_argument("--service", help="service time distribution (default uniform)")
     p.add_argument("--service-mean", type=float, help="mean service time in model units (default 5)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the stream (default 0)")
     common(p)
     p.set_defaults(func=cmd_workload)
 

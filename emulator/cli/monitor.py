@@ -35,6 +35,10 @@ def cmd_monitor(args) -> int:
     from emulator.live.client import ClientError
     from emulator.monitor import app
 
+    if not 0 < args.fps <= 60:
+        raise UsageError(f"--fps must be within 0-60 (more than 0), got {args.fps:g}")
+    if args.width is not None and args.width < 40:
+        raise UsageError(f"--width must be at least 40 columns, got {args.width}")
     try:
         if args.once or args.json:
             out = app.once(endpoint=args.connect, width=args.width, as_json=args.json, timeout=args.timeout)
@@ -148,9 +152,10 @@ def _demo_settings(args) -> tuple[dict, float, float, float]:
     cfg = {"topology": args.topology or DEMO_DEFAULTS["topology"],
            "allocator": args.allocator or DEMO_DEFAULTS["allocator"],
            "scheduler": args.scheduler or DEMO_DEFAULTS["scheduler"]}
-    unit = args.time_unit or DEMO_DEFAULTS["time_unit"]
+    # `is None`, not `or`: --load 0 is a mistake to report, not a request for the default
+    unit = DEMO_DEFAULTS["time_unit"] if args.time_unit is None else args.time_unit
     seconds = DEMO_DEFAULTS["seconds"] if args.seconds is None else args.seconds
-    load = args.load or DEMO_DEFAULTS["load"]
+    load = DEMO_DEFAULTS["load"] if args.load is None else args.load
     if seconds <= 0 or unit <= 0 or load <= 0 or (args.jobs is not None and args.jobs <= 0):
         raise UsageError("--seconds, --time-unit, --load and --jobs must be > 0")
     return cfg, unit, seconds, load

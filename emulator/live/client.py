@@ -38,6 +38,8 @@ class Client:
     def __init__(self, endpoint: str | None = None, timeout: float = 5.0, home=None):
         if endpoint is None:
             endpoint = homemod.control_endpoint(homemod.home_dir() if home is None else home)
+        else:
+            endpoint = homemod.endpoint(endpoint)
         self.endpoint = endpoint
         self.timeout = timeout
         self.ctx = zmq.Context.instance()
@@ -164,6 +166,8 @@ class Events:
     def __init__(self, endpoint: str | None = None, topics=(b"",), home=None):
         if endpoint is None:
             endpoint = homemod.events_endpoint(homemod.home_dir() if home is None else home)
+        else:
+            endpoint = homemod.endpoint(endpoint, "--events")
         self.sock = zmq.Context.instance().socket(zmq.SUB)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.RCVHWM, 1_000_000)

@@ -102,6 +102,8 @@ def resolve(journal: dict | None, asked: dict) -> dict:
     if not 0.001 <= float(cfg["heartbeat"]) <= 3600 or not 1 <= int(cfg["liveness"]) <= 1000:
         raise ValueError(f"--heartbeat must be within 0.001-3600 s and --liveness within 1-1000, got "
                          f"{cfg['heartbeat']} and {cfg['liveness']}")
+    if not 0 <= int(cfg["max_requeue"]) <= 1000:
+        raise ValueError(f"--max-requeue must be within 0-1000, got {cfg['max_requeue']}")
     return cfg
 
 

@@ -41,6 +41,27 @@ def ipc_endpoint(home: Path, name: str) -> str:
     return "ipc://" + path
 
 
+def endpoint(text: str, what: str = "--connect", *, listen: bool = False) -> str:
+    """A ZeroMQ endpoint a user typed, checked: ``ipc://PATH`` or ``tcp://HOST:PORT`` (port
+    1-65535); for ``listen`` also ``PORT``, ``:PORT`` (loopback) and ``HOST:PORT``. A
+    ValueError naming ``what`` otherwise: libzmq's own error is a traceback far from the flag,
+    and a port beyond 65535 would quietly bind another one."""
+    t = str(text).strip()
+    if listen and "://" not in t:
+        host, _, port = t.rpartition(":")
+        t = f"tcp://{host or '127.0.0.1'}:{port}"
+    if t.startswith("ipc://") and len(t) > len("ipc://"):
+        if len(t) - 6 > IPC_PATH_MAX:
+            raise ValueError(f"{what}: the ipc path is longer than {IPC_PATH_MAX} characters")
+        return t
+    if t.startswith("tcp://"):
+        host, sep, port = t[6:].rpartition(":")
+        if sep and host and port.isdigit() and 1 <= int(port) <= 65535:
+            return f"tcp://{host}:{int(port)}"
+    forms = "tcp://HOST:PORT, :PORT or HOST:PORT" if listen else "tcp://HOST:PORT or ipc://PATH"
+    raise ValueError(f"{what} must be {forms} (port 1-65535), got {text!r}")
+
+
 def control_endpoint(home: Path) -> str:
     return ipc_endpoint(home, "daemon.sock")
 

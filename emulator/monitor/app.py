@@ -69,7 +69,7 @@ class Feed:
         self.sub.setsockopt(zmq.LINGER, 0)
         self.sub.setsockopt(zmq.RCVHWM, 1_000_000)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"")
-        self.sub.connect(events or homemod.events_endpoint(home))
+        self.sub.connect(homemod.endpoint(events, "--events") if events else homemod.events_endpoint(home))
         self.state: MonitorState | None = None
         self.wall_anchor = time.monotonic()
         self.last_event = time.monotonic()
