@@ -95,7 +95,9 @@ class Policy(Protocol):
 
     After every call the driver calls ``tick(now)`` once ``next_wakeup()`` is not after
     ``now``; ``retry(now)`` after something the policy cannot see changed its resources (a
-    node came back into service).
+    node came back into service, or went out of it: ``Stack.mark_down`` with a time). A
+    discipline also has ``held()``: the jobs it sets aside while down nodes leave no room
+    for them, with their reasons (scheduler.disciplines.base); a gang policy holds none.
     """
 
     topology: object

@@ -16,6 +16,14 @@ costs at most one extra allocate/release per block that contains a down node. De
 kept: the result depends only on the inner allocator's state and the down set, which is what
 the daemon's journal replays.
 
+``unavailable(request)`` tells a request that cannot be placed *at all* while the down nodes
+are out (Slurm's ``ReqNodeNotAvail``) from one that waits for busy nodes: it asks a fresh,
+empty allocator of the same kind the way ``allocate`` asks the real one, holding every block
+that contains a down node, so the allocator's own structures decide (on a 3-cube with nodes 1
+and 5 down the buddy system has no 2-cube left, though 6 nodes are up). The disciplines set
+such a job aside as *held* (scheduler.disciplines.base) until a node comes back. The answer
+depends only on the request and the down set, and is remembered until the set changes.
+
 Pure: no I/O, no clock. Drivers change the down set through ``scheduler.stack.Stack``
 (``mark_down``; ``mark_up`` then calls the policy's ``retry`` so that nodes that came back are
 used); the set is shared by every quarantine of a stack (a gang policy has one per row).
@@ -66,10 +74,12 @@ class Quarantine:
         self.inner = inner
         # a DownSet is shared, not copied: a gang policy's rows and the stack see one down set
         self.down: DownSet = down if isinstance(down, DownSet) else DownSet(down)
+        self._unavailable: dict = {}  # normalized request -> bool, for the current down set
         self.down._watchers.append(self._sync)
         self._sync()
 
     def _sync(self) -> None:
+        self._unavailable.clear()
         # While no node is down, allocate and release are the inner allocator's own bound
         # methods (instance attributes shadow the class's): a simulation never has a down
         # node, and the extra call per allocation cost it 3-4% of its events per second.
@@ -115,6 +125,29 @@ class Quarantine:
 
     def release(self, allocation: Allocation) -> None:
         self.inner.release(allocation)
+
+    def unavailable(self, request) -> bool:
+        """Whether ``request`` (one that fits the machine: ``normalize`` raises otherwise)
+        cannot be allocated even with no job running, because of the down nodes: a fresh
+        empty allocator of the inner allocator's kind is asked as ``allocate`` asks, every
+        block with a down node kept, until a healthy block or nothing. False while no node is
+        down."""
+        if not self.down:
+            return False
+        key = self.inner.normalize(request)
+        r = self._unavailable.get(key)
+        if r is None:
+            try:
+                probe = type(self.inner)(self.inner.topology)
+            except TypeError:  # an allocator built with options of its own: never hold
+                return False
+            down = self.down
+            while True:
+                a = probe.allocate(key)
+                if a is None or down.isdisjoint(a.nodes):
+                    break  # the blocks with a down node stay allocated: the probe is thrown away
+            r = self._unavailable[key] = a is None
+        return r
 
     def __repr__(self) -> str:
         return f"Quarantine({self.inner!r}, down={sorted(self.down)})"

@@ -163,6 +163,32 @@ class Reduced:
             self._jobs += 1
         return self._record(a.folded(folds, asked)) if folds else a
 
+    def unavailable(self, request: Request) -> bool:
+        """Whether no size this wrapper would ask for ``request`` can be allocated while the
+        down nodes are out (scheduler.quarantine.Quarantine.unavailable), so a folded job
+        is held only when every fold it may take is."""
+        inner = self.inner
+        check = getattr(inner, "unavailable", None)
+        if check is None:
+            return False
+        req = inner.normalize(request)
+        if self.mode == "rsr":
+            folds = 0
+            while req is not None:
+                if not check(req):
+                    return False
+                if self.arg is not None and folds >= self.arg:
+                    return True
+                req, folds = fold(req, self._square), folds + 1
+            return True
+        if self.arg is None:  # limit:average: the cap moves with every job; its smallest form
+            while (nxt := fold(req, self._square)) is not None:
+                req = nxt
+        else:
+            while req.processors_needed > (1 << self.arg) and (nxt := fold(req, self._square)) is not None:
+                req = nxt
+        return check(req)
+
     def _record(self, a):
         self._folded[a.serial] = a
         return a

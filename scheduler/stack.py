@@ -15,8 +15,9 @@ the only ``--param KEY=VALUE`` parser and the only place the front ends' default
     from scheduler.stack import StackConfig, build
     stack = build(StackConfig("hypercube:6", "buddy", "lazy", params={"threshold": 20}))
     stack.policy.arrive(job, 0.0)      # -> [Start, ...]
-    stack.mark_down(5)                 # node 5 is out of service
-    stack.mark_up(5, now)              # -> decisions: it is back, waiting jobs are tried
+    stack.mark_down(5, now)            # node 5 is out of service; jobs that cannot fit
+                                       # without it are held (policy.held()) -> decisions
+    stack.mark_up(5, now)              # -> decisions: it is back, held and waiting jobs are tried
 """
 from __future__ import annotations
 
@@ -147,11 +148,17 @@ class Stack:
     down: DownSet  # shared by every quarantine of the stack
     gang: bool
 
-    def mark_down(self, node: int) -> None:
+    def mark_down(self, node: int, now: float | None = None) -> list:
         """Node ``node`` is out of service: no new allocation includes it. The jobs running
-        there are the driver's business (the daemon requeues them)."""
+        there are the driver's business (the daemon requeues them). Given ``now``, a
+        discipline sorts its waiting jobs out at once: those that cannot be allocated while
+        the node is out are held (scheduler.disciplines.base), and a pass runs (a blocked head
+        or lazy's priority job held lets the others start); its decisions."""
         self.topology.check_node(node)
         self.down.add(node)
+        if now is None or self.gang:
+            return []
+        return self.policy.retry(now)
 
     def mark_up(self, node: int, now: float) -> list:
         """Node ``node`` is back: the policy tries its waiting jobs again; its decisions."""

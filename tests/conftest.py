@@ -4,7 +4,8 @@ the real ``mcemu`` command line and stopped BY PID at teardown.
 Every pid the fixture ever sees (daemon, launcher, nodes, tasks, extra processes a test
 registers) is remembered with its create time; teardown runs ``mcemu down`` and then
 terminates by pid whatever of those is still alive, and fails the test if it had to or if
-``mcemu down`` itself failed.
+``mcemu down`` itself failed. ``up`` passes ``--no-restart`` unless asked not to: a node a
+test kills stays dead, as it did before the launcher restarted nodes.
 """
 from __future__ import annotations
 
@@ -63,7 +64,12 @@ class LiveCluster:
     def mcemu_json(self, *args, **kw):
         return json.loads(self.mcemu(*args, "--json", **kw).stdout)
 
-    def up(self, *args) -> dict:
+    def up(self, *args, restart: bool = False) -> dict:
+        """``mcemu up --detach ARGS``; with ``--no-restart`` unless ``restart``: the live tests
+        kill nodes and expect them to stay dead (the launcher restarts them by default, which
+        tests/test_live_recovery.py tests with ``restart=True``)."""
+        if not restart and "--no-restart" not in args:
+            args = (*args, "--no-restart")
         st = self.mcemu_json("up", "--detach", *args)
         self.record()
         return st

@@ -1,5 +1,6 @@
-"""Faults with real processes: a node SIGKILLed mid-job, the daemon SIGKILLed with jobs
-queued and running."""
+"""Faults with real processes: a node SIGKILLed mid-job (with ``--no-restart``: it stays
+dead until it joins again by hand), the daemon SIGKILLed with jobs queued and running.
+Nodes that come back by themselves, recovery and failed starts: tests/test_live_recovery.py."""
 from __future__ import annotations
 
 import os
@@ -32,7 +33,7 @@ def test_node_killed_mid_job_is_down_within_a_second_and_the_job_completes_elsew
     out = cluster.home / "seen"
     out.mkdir()
     cluster.up("--topology", "hypercube:3", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
-               "--time-unit", "0.05", "--listen", f"127.0.0.1:{port}")
+               "--time-unit", "0.05", "--listen", f"127.0.0.1:{port}", "--no-restart")  # the victim stays dead
     cmd = f"echo $MCEMU_ATTEMPT > {out}/$MCEMU_JOB_ID.$MCEMU_NODE; sleep 1.5"
     jid = cluster.client.submit({"cube": 2}, runtime=30, command=cmd)
     c = cluster.client

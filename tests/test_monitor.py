@@ -379,3 +379,23 @@ def test_blocked_reason_naming_a_started_job_is_dropped():
     d = s.view(2.0)["discipline"]
     assert not d.get("blocked")
     assert d["queues"][0]["jobs"] == [13]
+
+
+def test_held_jobs_show_with_their_reason_in_the_queues_region():
+    # the minimal stall case (tests/test_held.py): the 2-cube held, the others running
+    from scheduler.stack import StackConfig, build
+    stack = build(StackConfig("hypercube:3", "buddy", "lazy", driver="live"))
+    stack.mark_down(1, 0.0)
+    stack.mark_down(5, 0.0)
+    stack.policy.arrive(Job(7, 0.0, Request.cube(2), 10.0), 0.0)
+    d = _jsonable(stack.policy.snapshot())
+    panel, _ = V.queues_panel(d, 100, 20)
+    text = text_of(panel, 100)
+    assert "held 7 2-cube: ReqNodeNotAvail: no 2-cube without a down node (down: 1, 5)" in text
+    # once job events show it running, the up-to-a-second-old snapshot no longer holds it
+    s = make_state("hypercube:3", {}, queued=[7])
+    s.apply_event("snapshot", {"t": 1.0, "data": {"nodes": ["idle"] * 8, "running": {}, "queued": [7],
+                                                    "discipline": d}})
+    assert [h["id"] for h in s.view(1.0)["discipline"]["held"]] == [7]
+    s.apply_event("job", {"job": 7, "state": "running", "t": 2.0, "info": {"nodes": [0, 1, 2, 3], "attempt": 1}})
+    assert s.view(2.0)["discipline"]["held"] == []

@@ -101,8 +101,11 @@ def test_an_older_gang_journal_is_refused_not_replayed_differently():
     with pytest.raises(ValueError, match="older mcemu"):
         configmod.check_format({"config": cfg}, cfg)
     configmod.check_format({"config": cfg, "format": configmod.FORMAT}, cfg)
+    configmod.check_format({"config": cfg, "format": 2}, cfg)  # format 3 changed disciplines only
     lazy = configmod.resolve(None, configmod.given())
-    configmod.check_format({"config": lazy}, lazy)  # a discipline replays alike: retry is tick
+    with pytest.raises(ValueError, match="older mcemu for this cluster"):  # held jobs: format 3
+        configmod.check_format({"config": lazy, "format": 2}, lazy)
+    configmod.check_format({"config": lazy, "format": configmod.FORMAT}, lazy)
 
 
 @pytest.mark.live

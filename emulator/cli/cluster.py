@@ -1,11 +1,18 @@
-"""``mcemu up / down / nodes / submit / queue / cancel / workload / node``: the live cluster.
+"""``mcemu up / down / nodes / submit / queue / cancel / workload / wait / node``: the live cluster.
 
 ``up`` starts two processes, each in its own session and recorded by pidfile in MCEMU_HOME:
 the daemon (``python -m emulator.live.daemon``) and the launcher (``python -m nodes.launcher``),
-which forks the node agents. It returns (``--detach``) once every local node has registered,
-or stays in the foreground until Ctrl-C and then stops the cluster. Run against a home whose
-daemon died (SIGKILL) while its launcher lives, ``up`` starts only a new daemon: it replays
-the journal and the nodes register again with their tasks.
+which forks the node agents and restarts those that die (``--no-restart``: not; see
+nodes.launcher). It returns (``--detach``) once every local node has registered, or stays in
+the foreground until Ctrl-C and then stops the cluster. Run against a home whose daemon died
+(SIGKILL) with its journal open, ``up`` recovers: it starts a new daemon (and a launcher if
+the old one is gone), which replays the journal, waits until it serves and the node
+processes still alive have registered again with their tasks (never for the dead ones), and
+says what it recovered. An ``up`` that fails after it spawned something stops, by pid,
+everything it spawned (``_stop_started``).
+
+``wait`` polls the jobs until they are no longer queued or running; its exit status says how
+they ended.
 
 ``down`` asks the daemon to shut down (it tells the nodes, which kill their tasks), then
 waits for every process it recorded (daemon, launcher, the launcher's whole process tree,
@@ -19,6 +26,7 @@ import itertools
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +40,8 @@ from emulator.live import home as homemod
 # the workloads 140 ms at start-up of every mcemu command (each builds the whole parser, so
 # imports this module; scripts and tests poll `mcemu nodes` / `queue`)
 
+
+FINISHED = ("completed", "failed", "cancelled")  # a job's final states; anything else (queued, held, running) is not
 
 # ---------------------------------------------------------------------- cluster control
 
@@ -85,15 +95,24 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
 def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
                   heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
                   grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
-                  rt_priority=None, node_sched=None) -> dict:
+                  rt_priority=None, node_sched=None, restart=True, max_restarts=None) -> dict:
     """Start (or complete) the cluster in ``home``; returns once it is ready. A configuration
     the daemon would refuse (an unknown name, a bad ``--param``, settings that clash with the
-    journal's) is refused here, in one line, before any process starts."""
-    from emulator.live.client import Client, ClientTimeout
+    journal's) is refused here, in one line, before any process starts.
+
+    A new cluster is ready when every local node has registered. On a journal that was not
+    closed (a daemon that died) it is recovery: ready once the daemon serves and the node
+    processes alive here have registered again, whatever the number of nodes down; the
+    result then holds ``recovered`` (jobs queued, running, finished; nodes down or not back).
+    When anything fails after a process was spawned (the daemon does not start, the nodes do
+    not register before the deadline, Ctrl-C), every process this call started is stopped by
+    pid, with its descendants, before the error goes up: nothing is left running."""
+    from emulator.live.recovery import pending_meta
 
     procs = cluster_processes(home)
     if procs["daemon"] is not None:
         raise UsageError(f"a cluster is already running in {home} (daemon pid {procs['daemon'].pid}); `mcemu down` first")
+    recovering = bool(pending_meta(home))
     cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
                               gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
                               liveness=liveness, max_requeue=max_requeue)
@@ -109,8 +128,30 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
             argv += [flag, str(v)]
     argv += [a for kv in params or () for a in ("--param", kv)]
     t_start = time.monotonic()
+    started: list[subprocess.Popen] = []
+    try:
+        st = _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeout, output_dir,
+                    rt_priority, node_sched, restart, max_restarts)
+    except BaseException:
+        # a failed recovery puts things back as they were: its daemon is SIGKILLed, so that the
+        # journal stays open (recoverable) and no ``shutdown`` reaches the nodes that outlived
+        # the previous daemon; a new cluster's daemon is terminated (it closes its journal)
+        _stop_started(started, kill=started[:1] if recovering else ())
+        raise
+    st["startup_s"] = time.monotonic() - t_start
+    st["home"] = str(home)
+    return st
+
+
+def _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeout, output_dir, rt_priority,
+           node_sched, restart, max_restarts) -> dict:
+    from emulator.live.client import Client, ClientTimeout
+
+    py = sys.executable
     dlog = home / "daemon.log"
-    dproc = _spawn(argv, dlog)
+    with _signals_deferred():  # a Ctrl-C must not come between the spawn and its record
+        dproc = _spawn(argv, dlog)
+        started.append(dproc)
     deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
     _wait_for(lambda: homemod.read_pidfile(home / "daemon.pid"), deadline, "daemon start", dproc, dlog)
     n_local = topo.size if local_nodes is None else int(local_nodes)
@@ -123,23 +164,111 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
             largv += ["--rt-priority", str(rt_priority)]
         if node_sched:
             largv += ["--sched", node_sched]
+        if not restart:
+            largv += ["--no-restart"]
+        elif max_restarts is not None:
+            largv += ["--max-restarts", str(max_restarts)]
         (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
-        lproc = _spawn(largv, home / "launcher.log")
+        with _signals_deferred():
+            lproc = _spawn(largv, home / "launcher.log")
+            started.append(lproc)
+        expected = lambda: n_local  # noqa: E731
+    else:  # a launcher that outlived its daemon: its nodes that are alive come back
+        lch = procs["launcher"]
+
+        def expected():
+            try:
+                return len(lch.children()) if lch is not None else 0
+            except psutil.Error:
+                return 0
     c = Client(home=home, timeout=2.0)
     try:
-        def ready():
+        def status():
             try:
-                st = c.status()
+                return c.status()
             except ClientTimeout:
+                return None
+
+        def ready():
+            st = status()
+            if st is None:
                 return None
             up = st["size"] - st["nodes"].get("down", 0)
             return st if st["connected"] >= n_local and up >= n_local else None
-        st = _wait_for(ready, deadline, f"{n_local} nodes registering", lproc, home / "launcher.log")
+
+        if not recovering:
+            return _wait_for(ready, deadline, f"{n_local} nodes registering", lproc, home / "launcher.log")
+        # recovery: the daemon serves; then the node processes alive here register again (a
+        # short wait, none for the dead: they are reported, not awaited)
+        st = _wait_for(status, deadline, "daemon serving", dproc, dlog)
+        back = min(deadline, time.monotonic() + 10 + topo.size * 0.01)
+        while st["connected"] < expected() and time.monotonic() < back:
+            if lproc is not None and lproc.poll() is not None:
+                break
+            time.sleep(0.05)
+            st = status() or st
+        nodes = c.nodes()
+        st["recovered"] = {"jobs": dict(st["jobs"]),
+                           "queued": st["jobs"].get("queued", 0), "running": st["jobs"].get("running", 0),
+                           "finished": sum(v for k, v in st["jobs"].items() if k in FINISHED),
+                           "nodes_down": [n["node"] for n in nodes if n["state"] == "down"],
+                           "nodes_not_back": [n["node"] for n in nodes
+                                              if n["state"] != "down" and not n.get("connected")],
+                           "grace_s": float(argv[argv.index("--grace") + 1]) if "--grace" in argv else 5.0}
+        return st
     finally:
         c.close()
-    st["startup_s"] = time.monotonic() - t_start
-    st["home"] = str(home)
-    return st
+
+
+@contextlib.contextmanager
+def _signals_deferred(signums=(signal.SIGINT, signal.SIGTERM)):
+    """SIGINT/SIGTERM that arrive in the block are handled after it, by the handlers that were
+    in place (KeyboardInterrupt, SystemExit): so a process is never spawned and not recorded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list = []
+    before = {s: signal.signal(s, lambda signum, _f: got.append(signum)) for s in signums}
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+        for s in dict.fromkeys(got):
+            h = before[s]
+            if callable(h):
+                h(s, None)
+            elif h == signal.SIG_DFL:
+                signal.raise_signal(s)
+
+
+def _stop_started(started: list, kill=()) -> None:
+    """Stop the processes of a failed start by pid: each with its descendants, collected before
+    any is signalled (the launcher forwards SIGTERM to its nodes and waits for them; its nodes
+    would end with it anyway, PR_SET_PDEATHSIG); SIGKILL for what is left after 5 s. A second
+    Ctrl-C meanwhile is ignored: it would leave them running."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        everyone = []
+        for p in started:
+            try:
+                proc = psutil.Process(p.pid)
+                everyone += [proc, *proc.children(recursive=True)]
+            except psutil.Error:
+                pass
+        for p in started:  # the tops: the daemon closes its journal, the launcher stops its nodes
+            with contextlib.suppress(OSError):
+                if p.poll() is None:
+                    p.kill() if p in kill else p.terminate()
+        _gone, alive = psutil.wait_procs(everyone, timeout=5)
+        _escalate(alive, "kill")
+        for p in started:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=5)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, before)
 
 
 def _check_config(home: Path, **asked) -> tuple[dict, object]:
@@ -175,7 +304,9 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
                 procs["daemon"].terminate()
         finally:
             c.close()
-    elif procs["launcher"] is not None:
+    if procs["launcher"] is not None:
+        # also after the daemon's shutdown (which stops the nodes): a restart the launcher has
+        # pending is dropped, and it forwards SIGTERM to its nodes by pid
         with contextlib.suppress(psutil.Error):
             procs["launcher"].terminate()
     gone, alive = psutil.wait_procs(everyone, timeout=timeout)
@@ -221,15 +352,30 @@ def _ranges(ids) -> str:
 def cmd_up(args) -> int:
     home = homemod.home_dir()
     listen = homemod.endpoint(args.listen, "--listen", listen=True) if args.listen else None
+    if args.max_restarts is not None and not 0 <= args.max_restarts <= 1000:
+        raise UsageError(f"--max-restarts must be within 0-1000, got {args.max_restarts}")
     if listen and not listen.startswith("tcp://"):
         raise UsageError(f"--listen takes a tcp address (the ipc sockets are always there), got {args.listen!r}")
     st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
                        args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
                        timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
-                       rt_priority=args.rt_priority, node_sched=args.node_sched)
+                       rt_priority=args.rt_priority, node_sched=args.node_sched, restart=not args.no_restart,
+                       max_restarts=args.max_restarts)
+    rec = st.get("recovered")
     if args.json:
-        print_json({"home": str(home), "pid": st["pid"], "config": jsonable(st["config"]), "nodes": st["nodes"],
-                    "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)})  # inf as "inf"
+        doc = {"home": str(home), "pid": st["pid"], "config": jsonable(st["config"]), "nodes": st["nodes"],
+               "endpoints": st["endpoints"], "startup_s": round(st["startup_s"], 3)}  # inf as "inf"
+        if rec is not None:
+            doc["recovered"] = rec
+        print_json(doc)
+    elif rec is not None:
+        cfg = st["config"]
+        down = f"{len(rec['nodes_down'])} down ({_ranges(rec['nodes_down'])})" if rec["nodes_down"] else "none down"
+        late = (f"; {len(rec['nodes_not_back'])} not registered yet ({_ranges(rec['nodes_not_back'])}): down "
+                f"after {rec['grace_s']:g} s unless they do" if rec["nodes_not_back"] else "")
+        print(f"recovered the journal in {st['startup_s']:.2f} s: {cfg['topology']} ({st['size']} nodes), "
+              f"{rec['queued']} jobs queued, {rec['running']} running, {rec['finished']} finished; "
+              f"nodes: {st['connected']} connected, {down}{late}; home {home}")
     else:
         cfg = st["config"]
         policy = (f"gang {cfg['gang']} (MPL {st['gang']['mpl']})" if cfg.get("gang") and st.get("gang")
@@ -397,6 +543,78 @@ def cmd_workload(args) -> int:
     return 0
 
 
+WAIT_POLL = 0.2  # seconds between two looks at the jobs
+
+
+def cmd_wait(args) -> int:
+    """Block until the jobs finish; 0 when all completed, 1 when any failed or was cancelled,
+    2 on a usage error (an unknown job, no cluster), 3 when ``--timeout`` passed first. The
+    daemon may die and be restarted meanwhile (recovery): the wait goes on."""
+    from emulator.live.client import Client, ClientTimeout
+    from emulator.live.recovery import pending_meta
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    home = None if args.connect else homemod.home_dir()
+    c = Client(args.connect or None, timeout=5.0)
+    told = False
+    try:
+        try:
+            if args.jobs:
+                ids = sorted(set(args.jobs))
+                known = {j["id"] for j in c.queue(jobs=ids)["jobs"]}
+                if set(ids) - known:
+                    raise UsageError(f"no such job: {_ranges(set(ids) - known)}")
+            else:
+                ids = sorted(j["id"] for j in c.queue()["jobs"])
+        except ClientTimeout as e:
+            raise UsageError(str(e)) from None
+        jobs = []
+        while ids:
+            try:
+                jobs = c.queue(jobs=ids)["jobs"]
+                if told:
+                    print("mcemu wait: the daemon answers again", file=sys.stderr)
+                    told = False
+            except ClientTimeout:
+                if home is not None and homemod.read_pidfile(home / "daemon.pid") is None \
+                        and not pending_meta(home):
+                    raise UsageError(f"the cluster in {home} was stopped before jobs "
+                                     f"{_ranges(ids)} finished") from None
+                if not told:
+                    print("mcemu wait: the daemon does not answer (restarting?); still waiting", file=sys.stderr)
+                    told = True
+                jobs = []
+            if jobs and all(j["state"] in FINISHED for j in jobs):
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            time.sleep(WAIT_POLL if deadline is None else max(0.0, min(WAIT_POLL, deadline - time.monotonic())))
+    finally:
+        c.close()
+    counts: dict[str, int] = {}
+    for j in jobs:
+        counts[j["state"]] = counts.get(j["state"], 0) + 1
+    active = [j["id"] for j in jobs if j["state"] not in FINISHED]
+    if not jobs and ids:  # the daemon never answered again before the deadline
+        active = ids
+    code = 3 if active else (1 if any(j["state"] != "completed" for j in jobs) else 0)
+    if args.json:
+        print_json({"jobs": [{k: j.get(k) for k in ("id", "name", "state", "exit", "reason", "attempt")}
+                             for j in jobs], "states": counts, "timed_out": bool(active), "exit": code})
+    elif not ids:
+        print("no job queued or running: nothing to wait for")
+    else:
+        for j in jobs:
+            if j["state"] != "completed":
+                why = j.get("reason") or (f"exit {j['exit']}" if j.get("exit") else "")
+                print(f"job {j['id']} {j['state']}" + (f": {why}" if why else ""))
+        summary = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
+        print(f"{len(ids)} jobs: {summary}" + (f"; still active at the timeout: {_ranges(active)}" if active else ""))
+    return code
+
+
 def cmd_node(args) -> int:
     from nodes import agent
 
@@ -427,7 +645,13 @@ def _add_up(sub) -> None:
     p.add_argument("--node-sched", choices=("batch", "normal"),
                    help="the node agents' scheduling policy (default batch: a woken node does not preempt "
                         "the daemon or another node; faster job starts on few cores)")
-    p.add_argument("--detach", action="store_true", help="return once the cluster is ready")
+    p.add_argument("--no-restart", action="store_true",
+                   help="leave a node process that dies dead (by default the launcher restarts it: after 0.5 s "
+                        "doubling to 8 s, at most --max-restarts times per node per minute)")
+    p.add_argument("--max-restarts", type=int, metavar="N",
+                   help="restarts of one node within 60 s before it is left dead (default 5; 0 = --no-restart)")
+    p.add_argument("--detach", action="store_true",
+                   help="return once the cluster is ready (on an unclosed journal: once the daemon serves)")
     p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_up)
@@ -488,8 +712,21 @@ def add_commands(sub) -> None:
     common(p)
     p.set_defaults(func=cmd_workload)
 
+    p = sub.add_parser("wait", help="block until jobs finish; the exit status says how they ended",
+                       description="Wait for the given jobs (default: every job queued or running now) to finish. "
+                                   "Exit status: 0 every job completed, 1 some failed or were cancelled, 2 a usage "
+                                   "error (no such job, no cluster), 3 --timeout passed with jobs still queued or "
+                                   "running. A daemon that dies and is restarted meanwhile (`mcemu up`) is waited for.")
+    p.add_argument("jobs", type=int, nargs="*", metavar="JOB", help="job ids (default: every active job)")
+    p.add_argument("--timeout", type=float, help="give up after this many seconds (exit status 3)")
+    p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_wait)
+
     p = sub.add_parser("node", help="run one node agent that joins a cluster (e.g. from another host)")
-    p.add_argument("--connect", required=True, help="the daemon's tcp://HOST:PORT (see `mcemu up --listen`)")
+    p.add_argument("--connect", required=True,
+                   help="the daemon's tcp://HOST:PORT (see `mcemu up --listen`), or on the same host "
+                        "ipc://$MCEMU_HOME/daemon.sock (e.g. to bring back a node left down)")
     p.add_argument("--id", type=int, required=True)
     p.add_argument("--heartbeat", type=float, default=0.2)
     p.add_argument("--liveness", type=int, default=3)

@@ -35,8 +35,10 @@ POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "gang", "param
 # what a restarted daemon may change
 TUNABLE = ("heartbeat", "liveness", "max_requeue")
 # The journal's format: 2 since gang rows are quarantined and a node coming back calls the
-# policy's retry. A gang journal of format 1 would not replay to the same placements.
-FORMAT = 2
+# policy's retry (a gang journal of format 1 would not replay to the same placements); 3 since
+# a discipline holds the jobs that down nodes keep from fitting and schedules at a node's
+# failure (a discipline journal of format 1-2 with a node down would replay differently).
+FORMAT = 3
 _UNSET = object()
 
 
@@ -108,10 +110,14 @@ def resolve(journal: dict | None, asked: dict) -> dict:
 
 
 def check_format(meta: dict, cfg: dict) -> None:
-    """Refuse to continue a gang cluster whose journal an older mcemu wrote (its rows did not
-    keep down nodes out, so a replay here could place its jobs elsewhere than it did)."""
-    if meta.get("config") and meta.get("format", 1) < FORMAT and cfg.get("gang") is not None:
-        raise ValueError("this MCEMU_HOME's journal was written by an older mcemu for a gang cluster and cannot "
+    """Refuse to continue a cluster whose journal an older mcemu wrote when a replay here
+    could place its jobs elsewhere than it did: a gang journal before format 2 (its rows did
+    not keep down nodes out), a discipline journal before format 3 (jobs that down nodes kept
+    from fitting blocked the queue instead of being held)."""
+    fmt = meta.get("format", 1)
+    if meta.get("config") and fmt < (2 if cfg.get("gang") is not None else 3):
+        kind = "a gang" if cfg.get("gang") is not None else "this"
+        raise ValueError(f"this MCEMU_HOME's journal was written by an older mcemu for {kind} cluster and cannot "
                          "be replayed exactly: stop that cluster with the mcemu that started it, or use another "
                          "MCEMU_HOME")
 

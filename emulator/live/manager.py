@@ -30,6 +30,11 @@ Decisions of this implementation:
   faults (default 1); the next fault fails it. A node that registers again is in service
   (``stack.mark_up``: the policy retries its waiting jobs). A node that registers with
   another pid than before is a new incarnation: its tasks are lost (same as a fault).
+* A queued job that cannot be allocated at all while the down nodes are out (a 2-cube on a
+  3-cube with nodes 1 and 5 down) is *held* by the discipline (scheduler.disciplines.base):
+  it blocks no one, and ``mcemu queue`` shows it ``held`` with the reason
+  (``ReqNodeNotAvail: ...``) until a node comes back and it is queued again. The record
+  stays ``queued``; ``held`` is the policy's view, added by emulator.live.views.
 """
 from __future__ import annotations
 
@@ -131,8 +136,7 @@ class ProcessorManager:
         if kind == "tick":
             return p.tick(t)
         if kind == "node_down":
-            self.stack.mark_down(node)
-            return []
+            return self.stack.mark_down(node, t)  # jobs that cannot fit without it are held
         if kind == "node_up":
             return self.stack.mark_up(node, t)
         raise ValueError(f"unknown journal event {kind!r}")

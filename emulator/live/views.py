@@ -29,7 +29,16 @@ def node_rows(m) -> list[dict]:
     return out
 
 
+def _held(m) -> dict:
+    """Job id -> reason of the jobs the discipline holds (scheduler.disciplines.base: they
+    cannot be allocated while the down nodes are out); a gang policy holds none."""
+    held = getattr(m.policy, "held", None)
+    return {jid: reason for jid, (_, reason) in held().items()} if held else {}
+
+
 def queue(m, jobs=None, all=False) -> dict:
+    """``mcemu queue``: a queued job the discipline holds shows ``"state": "held"`` and its
+    ``"reason"`` (like the REASON column of Slurm's squeue: ``ReqNodeNotAvail: ...``)."""
     if jobs:
         sel = [m.jobs[j] for j in jobs if j in m.jobs]
     elif all:
@@ -38,6 +47,11 @@ def queue(m, jobs=None, all=False) -> dict:
         sel = [j for j in m.jobs.values() if j.state in ACTIVE]
     now = m.now()
     rows = [j.view() for j in sel]
+    held = _held(m)
+    if held:
+        for r in rows:
+            if r["state"] == "queued" and r["id"] in held:
+                r["state"], r["reason"] = "held", held[r["id"]]
     m.slots.annotate_queue(rows)
     return {"now": now, "jobs": rows, "gang": m.stack.gang}
 

@@ -340,6 +340,8 @@ class MonitorState:
             m = re.search(r"\bjob (\d+)", blocked)
             if m and int(m.group(1)) in gone:
                 d = {**d, "blocked": None}
+        if isinstance(d.get("held"), list):  # held jobs that have started or ended since
+            d = {**d, "held": [h for h in d["held"] if not isinstance(h, dict) or h.get("id") not in gone]}
         if not isinstance(d.get("queues"), list):
             return d
         qs = []

@@ -13,6 +13,18 @@ backwards; a job that can never fit is refused at arrival with a RequestError an
 nothing. The same object runs under the simulator (virtual time) and the daemon (wall clock
 divided by the time unit), so nothing here may assume which.
 
+**Held jobs.** Under the live daemon some nodes may be down (scheduler.quarantine). A job that
+cannot be allocated at all while they are out (``allocator.unavailable(request)``: the
+allocator's own structures, not a count of nodes) is *held*: set aside with a reason (Slurm's
+``ReqNodeNotAvail``) instead of being queued, so it never blocks smaller jobs through a
+discipline's blocking state (FCFS's head of line, lazy's stop_alloc). Jobs already waiting
+when a node goes down are set aside at the next call; when the down set changes again the
+held jobs that fit are given back to the discipline (``_reinstate``, by submit time) and
+tried in the same pass. ``held()`` lists them with their reasons, ``snapshot()`` adds them.
+While no node is down and nothing is held (a simulation, always), none of this runs: the
+driver calls are the discipline's own methods, wrapped only while the down set is not
+empty (instance attributes, as the quarantine does), so a simulation pays nothing.
+
 Subclasses implement ``_enqueue(job, now)`` (put a new job in its queue),
 ``_schedule(now) -> list[Start]`` (start what the policy allows), ``_dequeue(job_id)``
 (take a waiting job out, for cancel) and ``waiting()``; they may override ``_on_release``
@@ -22,6 +34,7 @@ from __future__ import annotations
 
 from scheduler.decisions import Start
 from scheduler.jobs import Job, JobError, check_time
+from scheduler.quarantine import DownSet
 
 _INF = float("inf")
 
@@ -50,6 +63,15 @@ class Discipline:
         # time): normalize is a pure function of the request, asked at every arrival.
         self._normalized: dict = {}
         self._class_cache: dict = {}  # request -> topology.size_class(request)
+        # held jobs (see the module docstring): id -> Job, in the order they were held
+        self._held: dict = {}
+        self._recheck = False  # the down set changed since the held jobs were last sorted out
+        down = getattr(allocator, "down", None)
+        self._down = down if isinstance(down, DownSet) else None
+        if self._down is not None:
+            self._down._watchers.append(self._down_changed)
+            if self._down:
+                self._down_changed()
 
     @property
     def name(self) -> str:
@@ -88,8 +110,8 @@ class Discipline:
         return self._schedule(now)
 
     def retry(self, now: float) -> list[Start]:
-        """Nodes came back into service (scheduler.quarantine): a scheduling pass, as at a
-        timer."""
+        """The down set changed (scheduler.quarantine; ``Stack.mark_up``, ``mark_down`` with a
+        time): held jobs are sorted out and a scheduling pass runs, as at a timer."""
         return self.tick(now)
 
     def next_wakeup(self) -> float | None:
@@ -110,6 +132,106 @@ class Discipline:
             "queues": [{"name": "queue", "jobs": [j.id for j in self.waiting()]}],
             "running": sorted(self.running, key=str),
         }
+
+    # ------------------------------------------------------------------ held jobs
+
+    _GUARDED = ("arrive", "depart", "cancel", "tick", "snapshot")
+
+    def held(self) -> dict:
+        """Held jobs: id -> (job, reason), in the order they were held."""
+        return {jid: (job, self._held_reason(job)) for jid, job in self._held.items()}
+
+    def _held_reason(self, job: Job) -> str:
+        down = sorted(self._down or ())
+        shown = ", ".join(map(str, down[:8])) + (f" +{len(down) - 8} more" if len(down) > 8 else "")
+        return f"ReqNodeNotAvail: no {job.request} without a down node (down: {shown})"
+
+    def _down_changed(self) -> None:
+        """The quarantine's down set changed (a DownSet watcher): sort the held jobs out at
+        the next driver call, and wrap the driver calls while anything is down or held."""
+        self._recheck = True
+        self._guard()
+
+    def _guard(self) -> None:
+        d = self.__dict__
+        if self._down or self._held:
+            if "arrive" not in d:
+                for name in self._GUARDED:
+                    d[name] = getattr(self, "_held_" + name)
+        else:
+            for name in self._GUARDED:
+                d.pop(name, None)
+
+    def _sort_held(self, now: float) -> None:
+        """After a change of the down set: hold the waiting jobs that cannot be allocated any
+        more, give back (by submit time) the held ones that can."""
+        if not self._recheck:
+            return
+        self._advance(now)  # a time that went backwards raises here, before any change
+        self._recheck = False
+        down, held = self._down, self._held
+        unavailable = self._unavailable
+        if down:
+            for job in self.waiting():
+                if unavailable(job.request):
+                    self._dequeue(job.id)
+                    held[job.id] = job
+        back = [j for j in held.values() if not down or not unavailable(j.request)]
+        back.sort(key=lambda j: j.submit)
+        for job in back:
+            del held[job.id]
+            self._reinstate(job, now)
+        self._guard()
+
+    def _reinstate(self, job: Job, now: float) -> None:
+        """A held job fits again: back into the discipline's queues (a discipline that keeps
+        an order of its own may put it back in its place)."""
+        self._enqueue(job, now)
+
+    def _held_arrive(self, job: Job, now: float) -> list[Start]:
+        self._sort_held(now)
+        if self._down and self._unavailable(job.request):  # a refusal raises first
+            self._admit(job, now)
+            self._held_arrival(job, now)
+            self._known.add(job.id)
+            self._held[job.id] = job
+            return self._schedule(now)
+        return type(self).arrive(self, job, now)
+
+    def _unavailable(self, request) -> bool:
+        """Whether ``request`` cannot be allocated at all while the down nodes are out (the
+        allocator's ``unavailable``: scheduler.quarantine, size reduction, static's
+        partitions); an allocator that cannot tell never holds a job."""
+        check = getattr(self.allocator, "unavailable", None)
+        return bool(check and check(request))
+
+    def _held_arrival(self, job: Job, now: float) -> None:
+        """A job held at its arrival (a discipline that measures arrivals counts it here)."""
+
+    def _held_depart(self, job_id, now: float) -> list[Start]:
+        self._sort_held(now)
+        return type(self).depart(self, job_id, now)
+
+    def _held_cancel(self, job_id, now: float) -> list[Start]:
+        self._sort_held(now)
+        if job_id in self._held and job_id not in self.running:
+            self._advance(now)
+            del self._held[job_id]
+            self._known.discard(job_id)
+            self._guard()
+            return self._schedule(now)
+        return type(self).cancel(self, job_id, now)
+
+    def _held_tick(self, now: float) -> list[Start]:
+        self._sort_held(now)
+        return type(self).tick(self, now)
+
+    def _held_snapshot(self) -> dict:
+        snap = type(self).snapshot(self)
+        if self._held:
+            snap["held"] = [{"id": jid, "request": str(job.request), "reason": reason}
+                            for jid, (job, reason) in self.held().items()]
+        return snap
 
     # ------------------------------------------------------------------ helpers
 

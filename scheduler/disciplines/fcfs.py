@@ -30,6 +30,13 @@ class FCFS(Discipline):
         self._queue = deque(j for j in self._queue if j.id != job_id)
         self._blocked = None  # a new head may follow; let it be tried
 
+    def _reinstate(self, job, now):
+        # a held job whose nodes came back: its place in arrival (submit) order
+        q = self._queue
+        i = next((i for i, j in enumerate(q) if j.submit > job.submit), len(q))
+        q.insert(i, job)
+        self._blocked = None
+
     def _schedule(self, now):
         started = []
         q = self._queue

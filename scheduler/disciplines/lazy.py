@@ -256,6 +256,15 @@ class Lazy(Discipline):
         self._put(job, k)
         return self._schedule(now)
 
+    def _held_arrival(self, job, now):
+        # a job held at its arrival (Discipline._held_arrive) still arrived: lambda counts it
+        self.arrivals += 1
+        if self._first_arrival is None:
+            self._first_arrival = now
+        self._last_arrival = now
+        if self._dynamic:
+            self._update_threshold()
+
     def _enqueue(self, job, now):
         self._put(job, self._size_class(job.request))
 
@@ -267,6 +276,16 @@ class Lazy(Discipline):
         self._count += 1
         self._arrival_k = k
         self._dirty.add(k)
+
+    def _reinstate(self, job, now):
+        # a held job whose nodes came back: into Q_k in its place by submit time (its age in
+        # the heap is its submit time anyway; its arrival was measured when it was held)
+        k = self._size_class(job.request)
+        self._put(job, k)
+        q = self.queues[k]
+        if len(q) > 1 and q[-2].submit > job.submit:
+            q.pop()
+            q.insert(next(i for i, j in enumerate(q) if j.submit > job.submit), job)
 
     def _dequeue(self, job_id):
         k = self._class_cache[self._waiting.pop(job_id).request]

@@ -94,6 +94,15 @@ class StaticPartitions(Allocator):
             free.append(p)
             free.sort(key=lambda s: s.base)
 
+    def unavailable(self, request) -> bool:
+        """Every partition of the request's size has a down node (the daemon's quarantine):
+        the job cannot start until one comes back (scheduler.disciplines.base holds it)."""
+        down = self.quarantine.down if self.quarantine is not None else None
+        if not down:
+            return False
+        k = self.normalize(request).k
+        return all(not down.isdisjoint(p.nodes()) for p in self.partitions[k])
+
     def free_nodes(self) -> frozenset:
         return frozenset(x for free in self._free for p in free for x in p.nodes())
 

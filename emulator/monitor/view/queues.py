@@ -1,5 +1,6 @@
 """The queues region: the discipline's parameters and one line per queue, as the discipline
-names them, with its waiting jobs, the current queue and the pass boundary."""
+names them, with its waiting jobs, the current queue and the pass boundary; below them the
+jobs it holds because down nodes leave no room for them, with the reason."""
 from __future__ import annotations
 
 from rich import box
@@ -9,7 +10,7 @@ from rich.text import Text
 
 from emulator.monitor.view.style import _fmt, _Measure, job_colour
 
-_SKIP = {"discipline", "queues", "running", "blocked", "HQ", "EQ", "LQs", "limits", "preset", "next_wakeup",
+_SKIP = {"discipline", "queues", "running", "blocked", "held", "HQ", "EQ", "LQs", "limits", "preset", "next_wakeup",
          "literal"}
 _QSKIP = {"name", "jobs", "current", "in_pass", "priority", "class", "over_threshold", "partition", "running"}
 _SHORT = {"stop_alloc": "stop_alloc", "threshold_mode": "mode", "lookahead_window": "lookahead",
@@ -93,17 +94,39 @@ def queue_lines(d: dict, width: int, max_lines: int) -> list[Text]:
     return [t for _, t in lines]
 
 
+def held_lines(d: dict, most: int = 3) -> list[Text]:
+    """The jobs the discipline holds (they cannot fit while down nodes are out), one line
+    each with the reason, at most ``most`` lines."""
+    held = [h for h in d.get("held") or () if isinstance(h, dict)]
+    out = []
+    for i, h in enumerate(held):
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if i == most - 1 and len(held) > most:
+            t.append(f"⏸ held: {len(held) - i} more jobs ", style="magenta")
+            t.append(" ".join(str(x.get("id")) for x in held[i:]), style="dim")
+            out.append(t)
+            break
+        jid = h.get("id")
+        t.append("⏸ held ", style="magenta")
+        t.append(str(jid), style=job_colour(jid) if isinstance(jid, int) else "")
+        t.append(f" {h.get('request', '')}: {h.get('reason', '')}", style="magenta")
+        out.append(t)
+    return out
+
+
 def queues_panel(d: dict, width: int, max_h: int) -> tuple[Panel, int]:
     inner = width - 4
     head = _params_line(d)
     head_lines = len(head.wrap(_Measure, inner)) if head.plain else 0
     blocked = d.get("blocked")
-    fixed = head_lines + (1 if blocked else 0)
+    held = held_lines(d)
+    fixed = head_lines + (1 if blocked else 0) + len(held)
     qlines = queue_lines(d, inner, max(1, max_h - 2 - fixed))
     parts = ([head] if head.plain else []) + qlines
     if blocked:
         b = Text("⚠ " + str(blocked), style="yellow", no_wrap=True, overflow="ellipsis")
         parts.append(b)
+    parts += held
     if not d:
         parts = [Text("no discipline snapshot yet", style="dim")]
     name = d.get("discipline", "?")
