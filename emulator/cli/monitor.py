@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from emulator.cli import UsageError, print_json
-from emulator.cli.cluster import cluster_processes, start_cluster, stop_cluster
+from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluster
 from emulator.live import home as homemod
 
 DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "seconds": 60.0,

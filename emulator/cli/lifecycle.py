@@ -1,0 +1,301 @@
+"""Starting and stopping a cluster's processes, for ``mcemu up`` / ``down`` / ``demo`` and the
+benchmarks: the daemon and the launcher, each in its own session and recorded by pidfile in
+MCEMU_HOME, waited for with deadlines, stopped by pid (never looked up by name).
+
+``start_cluster`` starts (or recovers) a cluster and returns once it is ready; when it fails
+after spawning anything it stops, by pid, everything it spawned (``_stop_started``).
+``stop_cluster`` asks the daemon to shut down, then waits for every process it recorded
+(daemon, launcher, the launcher's whole process tree, collected BEFORE asking) and terminates
+by pid whatever is left after a deadline.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from emulator.cli import UsageError
+from emulator.live import home as homemod
+
+FINISHED = ("completed", "failed", "cancelled")  # a job's final states; anything else (queued, held, running) is not
+
+
+def cluster_processes(home: Path) -> dict:
+    """The live processes of the cluster in ``home``: daemon, launcher, and the launcher's
+    descendants (nodes and their tasks)."""
+    d = homemod.read_pidfile(home / "daemon.pid")
+    lch = homemod.read_pidfile(home / "launcher.pid")
+    tree = []
+    if lch is not None:
+        try:
+            tree = lch.children(recursive=True)
+        except psutil.Error:
+            tree = []
+    return {"daemon": d, "launcher": lch, "tree": tree}
+
+
+def _escalate(procs, how: str):
+    """Send ``how`` (terminate or kill) to each process still alive, by its PID; returns the
+    PIDs signalled and those still alive 3 s later."""
+    sent = []
+    for p in procs:
+        try:
+            getattr(p, how)()
+            sent.append(p.pid)
+        except psutil.Error:
+            pass
+    return sent, psutil.wait_procs(procs, timeout=3)[1]
+
+
+def _spawn(argv, log: Path) -> subprocess.Popen:
+    with open(log, "ab") as f:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+
+
+def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None):
+    while True:
+        v = cond()
+        if v:
+            return v
+        if proc is not None and proc.poll() is not None:  # one line: the log's last, e.g. the error
+            last = (log.read_text(errors="replace").strip().splitlines() or [""])[-1] if log and log.exists() else ""
+            raise UsageError(f"{what}: the process exited with status {proc.returncode}: {last} (see {log})")
+        if time.monotonic() >= deadline:
+            raise UsageError(f"{what}: not ready before the deadline")
+        time.sleep(0.05)
+
+
+def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
+                  heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
+                  grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
+                  rt_priority=None, node_sched=None, restart=True, max_restarts=None) -> dict:
+    """Start (or complete) the cluster in ``home``; returns once it is ready. A configuration
+    the daemon would refuse (an unknown name, a bad ``--param``, settings that clash with the
+    journal's) is refused here, in one line, before any process starts.
+
+    A new cluster is ready when every local node has registered. On a journal that was not
+    closed (a daemon that died) it is recovery: ready once the daemon serves and the node
+    processes alive here have registered again, whatever the number of nodes down; the
+    result then holds ``recovered`` (jobs queued, running, finished; nodes down or not back).
+    When anything fails after a process was spawned (the daemon does not start, the nodes do
+    not register before the deadline, Ctrl-C), every process this call started is stopped by
+    pid, with its descendants, before the error goes up: nothing is left running."""
+    from emulator.live.recovery import pending_meta
+
+    procs = cluster_processes(home)
+    if procs["daemon"] is not None:
+        raise UsageError(f"a cluster is already running in {home} (daemon pid {procs['daemon'].pid}); `mcemu down` first")
+    recovering = bool(pending_meta(home))
+    cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
+                              gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
+                              liveness=liveness, max_requeue=max_requeue)
+    if local_nodes is not None and not 0 <= int(local_nodes) <= topo.size:
+        raise UsageError(f"--local-nodes must be within 0-{topo.size} ({topo}), got {local_nodes}")
+    py = sys.executable
+    argv = [py, "-m", "emulator.live.daemon", "--home", str(home)]
+    for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
+                    ("--reduction", reduction), ("--time-unit", time_unit), ("--heartbeat", heartbeat),
+                    ("--liveness", liveness), ("--max-requeue", max_requeue), ("--listen", listen),
+                    ("--grace", grace), ("--gang", gang), ("--mpl", mpl), ("--rt-priority", rt_priority)):
+        if v is not None:
+            argv += [flag, str(v)]
+    argv += [a for kv in params or () for a in ("--param", kv)]
+    t_start = time.monotonic()
+    started: list[subprocess.Popen] = []
+    try:
+        st = _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeout, output_dir,
+                    rt_priority, node_sched, restart, max_restarts)
+    except BaseException:
+        # a failed recovery puts things back as they were: its daemon is SIGKILLed, so that the
+        # journal stays open (recoverable) and no ``shutdown`` reaches the nodes that outlived
+        # the previous daemon; a new cluster's daemon is terminated (it closes its journal)
+        _stop_started(started, kill=started[:1] if recovering else ())
+        raise
+    st["startup_s"] = time.monotonic() - t_start
+    st["home"] = str(home)
+    return st
+
+
+def _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeout, output_dir, rt_priority,
+           node_sched, restart, max_restarts) -> dict:
+    from emulator.live.client import Client, ClientTimeout
+
+    py = sys.executable
+    dlog = home / "daemon.log"
+    with _signals_deferred():  # a Ctrl-C must not come between the spawn and its record
+        dproc = _spawn(argv, dlog)
+        started.append(dproc)
+    deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
+    _wait_for(lambda: homemod.read_pidfile(home / "daemon.pid"), deadline, "daemon start", dproc, dlog)
+    n_local = topo.size if local_nodes is None else int(local_nodes)
+    lproc = None
+    if procs["launcher"] is None and n_local:
+        largv = [py, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
+                 f"0-{n_local - 1}", "--heartbeat", str(cfg["heartbeat"]), "--liveness", str(cfg["liveness"]),
+                 "--home", str(home), "--output-dir", str(output_dir or (home / "output"))]
+        if rt_priority:
+            largv += ["--rt-priority", str(rt_priority)]
+        if node_sched:
+            largv += ["--sched", node_sched]
+        if not restart:
+            largv += ["--no-restart"]
+        elif max_restarts is not None:
+            largv += ["--max-restarts", str(max_restarts)]
+        (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
+        with _signals_deferred():
+            lproc = _spawn(largv, home / "launcher.log")
+            started.append(lproc)
+        expected = lambda: n_local  # noqa: E731
+    else:  # a launcher that outlived its daemon: its nodes that are alive come back
+        lch = procs["launcher"]
+
+        def expected():
+            try:
+                return len(lch.children()) if lch is not None else 0
+            except psutil.Error:
+                return 0
+    c = Client(home=home, timeout=2.0)
+    try:
+        def status():
+            try:
+                return c.status()
+            except ClientTimeout:
+                return None
+
+        def ready():
+            st = status()
+            if st is None:
+                return None
+            up = st["size"] - st["nodes"].get("down", 0)
+            return st if st["connected"] >= n_local and up >= n_local else None
+
+        if not recovering:
+            return _wait_for(ready, deadline, f"{n_local} nodes registering", lproc, home / "launcher.log")
+        # recovery: the daemon serves; then the node processes alive here register again (a
+        # short wait, none for the dead: they are reported, not awaited)
+        st = _wait_for(status, deadline, "daemon serving", dproc, dlog)
+        back = min(deadline, time.monotonic() + 10 + topo.size * 0.01)
+        while st["connected"] < expected() and time.monotonic() < back:
+            if lproc is not None and lproc.poll() is not None:
+                break
+            time.sleep(0.05)
+            st = status() or st
+        nodes = c.nodes()
+        st["recovered"] = {"jobs": dict(st["jobs"]),
+                           "queued": st["jobs"].get("queued", 0), "running": st["jobs"].get("running", 0),
+                           "finished": sum(v for k, v in st["jobs"].items() if k in FINISHED),
+                           "nodes_down": [n["node"] for n in nodes if n["state"] == "down"],
+                           "nodes_not_back": [n["node"] for n in nodes
+                                              if n["state"] != "down" and not n.get("connected")],
+                           "grace_s": float(argv[argv.index("--grace") + 1]) if "--grace" in argv else 5.0}
+        return st
+    finally:
+        c.close()
+
+
+@contextlib.contextmanager
+def _signals_deferred(signums=(signal.SIGINT, signal.SIGTERM)):
+    """SIGINT/SIGTERM that arrive in the block are handled after it, by the handlers that were
+    in place (KeyboardInterrupt, SystemExit): so a process is never spawned and not recorded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list = []
+    before = {s: signal.signal(s, lambda signum, _f: got.append(signum)) for s in signums}
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+        for s in dict.fromkeys(got):
+            h = before[s]
+            if callable(h):
+                h(s, None)
+            elif h == signal.SIG_DFL:
+                signal.raise_signal(s)
+
+
+def _stop_started(started: list, kill=()) -> None:
+    """Stop the processes of a failed start by pid: each with its descendants, collected before
+    any is signalled (the launcher forwards SIGTERM to its nodes and waits for them; its nodes
+    would end with it anyway, PR_SET_PDEATHSIG); SIGKILL for what is left after 5 s. A second
+    Ctrl-C meanwhile is ignored: it would leave them running."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        everyone = []
+        for p in started:
+            try:
+                proc = psutil.Process(p.pid)
+                everyone += [proc, *proc.children(recursive=True)]
+            except psutil.Error:
+                pass
+        for p in started:  # the tops: the daemon closes its journal, the launcher stops its nodes
+            with contextlib.suppress(OSError):
+                if p.poll() is None:
+                    p.kill() if p in kill else p.terminate()
+        _gone, alive = psutil.wait_procs(everyone, timeout=5)
+        _escalate(alive, "kill")
+        for p in started:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=5)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, before)
+
+
+def _check_config(home: Path, **asked) -> tuple[dict, object]:
+    """The configuration the daemon will run with (emulator.live.config), its policy stack
+    built once to see that it can be; UsageError when not."""
+    from emulator.live import config as configmod
+    from emulator.live.recovery import pending_meta
+    from scheduler.stack import build
+
+    meta = pending_meta(home)
+    try:
+        cfg = configmod.resolve(meta.get("config"), configmod.given(**asked))
+        configmod.check_format(meta, cfg)
+        stack = build(configmod.stack_config(cfg))
+    except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy
+        raise UsageError(configmod.message(e)) from None
+    return cfg, stack.topology
+
+
+def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
+    """Stop everything the cluster in ``home`` started, by pid; returns what was stopped."""
+    from emulator.live.client import Client, ClientError
+
+    procs = cluster_processes(home)
+    everyone = [p for p in [procs["daemon"], procs["launcher"], *procs["tree"]] if p is not None]
+    pids = sorted(p.pid for p in everyone)
+    if procs["daemon"] is not None:
+        c = Client(home=home, timeout=3.0)
+        try:
+            c.shutdown()
+        except ClientError:
+            with contextlib.suppress(psutil.Error):
+                procs["daemon"].terminate()
+        finally:
+            c.close()
+    if procs["launcher"] is not None:
+        # also after the daemon's shutdown (which stops the nodes): a restart the launcher has
+        # pending is dropped, and it forwards SIGTERM to its nodes by pid
+        with contextlib.suppress(psutil.Error):
+            procs["launcher"].terminate()
+    gone, alive = psutil.wait_procs(everyone, timeout=timeout)
+    terminated, alive = _escalate(alive, "terminate")
+    killed, alive = _escalate(alive, "kill")
+    for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json"):
+        (home / f).unlink(missing_ok=True)
+    return {"home": str(home), "stopped": pids, "terminated": terminated, "killed": killed,
+            "was_running": bool(everyone)}
+
+
+# ---------------------------------------------------------------------- output helpers
