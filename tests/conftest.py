@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,17 @@ from emulator.live.client import Client
 # the policies of the live tests; no fallback: an unregistered one fails ``mcemu up``
 ALLOCATOR = "buddy"
 SCHEDULER = "fcfs"
+
+
+def free_port() -> int:
+    """A tcp port nobody listens on now (for `mcemu up --listen`)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def node_states(cluster) -> dict:
+    return {n["node"]: n for n in cluster.client.nodes()}
 
 
 def wait_for(cond, timeout: float, what: str = "condition", interval: float = 0.02):

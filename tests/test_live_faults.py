@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,19 +12,9 @@ import time
 import psutil
 import pytest
 
-from conftest import ALLOCATOR, SCHEDULER, wait_for
+from conftest import ALLOCATOR, SCHEDULER, free_port, node_states, wait_for
 
 pytestmark = pytest.mark.live
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def node_states(cluster) -> dict:
-    return {n["node"]: n for n in cluster.client.nodes()}
 
 
 def test_node_killed_mid_job_is_down_within_a_second_and_the_job_completes_elsewhere(cluster):

@@ -6,25 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from conftest import wait_for
+from conftest import free_port, node_states, wait_for
 
 pytestmark = pytest.mark.live
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def node_states(cluster) -> dict:
-    return {n["node"]: n for n in cluster.client.nodes()}
 
 
 def no_restart(cluster) -> list[str]:

@@ -10,7 +10,7 @@ import msgpack
 import pytest
 import zmq
 
-from conftest import ALLOCATOR, SCHEDULER, wait_for
+from conftest import ALLOCATOR, SCHEDULER, free_port, wait_for
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 
@@ -117,8 +117,3 @@ def test_daemon_survives_hostile_frames_and_still_answers(cluster, tmp_path):
     wait_for(lambda: all(j["state"] == "completed" for j in c.queue(all=True)["jobs"]), 30, "all jobs done")
     assert [n["state"] for n in c.nodes()] == ["idle"] * 4
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -246,18 +246,14 @@ class Lazy(Discipline):
         k = self._class_cache.get(job.request)
         if k is None:
             k = self._size_class(job.request)
-        self.arrivals += 1
-        if self._first_arrival is None:
-            self._first_arrival = now
-        self._last_arrival = now
-        if self._dynamic:
-            self._update_threshold()
+        self._held_arrival(job, now)
         self._known.add(job.id)
         self._put(job, k)
         return self._schedule(now)
 
     def _held_arrival(self, job, now):
-        # a job held at its arrival (Discipline._held_arrive) still arrived: lambda counts it
+        # every arrival is measured here, a job held at its arrival (Discipline._held_arrive)
+        # too: lambda counts it
         self.arrivals += 1
         if self._first_arrival is None:
             self._first_arrival = now
