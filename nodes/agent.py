@@ -56,6 +56,8 @@ from collections import deque
 
 import zmq
 
+from emulator.live import auth
+from emulator.live import keys as keysmod
 from emulator.live import protocol as P
 from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as before the split
     PR_SET_PDEATHSIG, SCHED_IDLE, may_leave_idle, set_batch, set_pdeathsig, set_rt_priority,
@@ -79,8 +81,12 @@ PARENT_CHECK = 5.0
 class Agent(TaskControl, Spawner, WarmChild):
     def __init__(self, node: int, endpoint: str, heartbeat: float = 0.2, liveness: int = 3,
                  max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None,
-                 rt_priority: int | None = None, sched: str = "batch"):
+                 rt_priority: int | None = None, sched: str = "batch", key: str | None = None):
         self.node, self.endpoint = node, endpoint
+        # a node joining over tcp authenticates with a node credential (emulator.live.keys),
+        # read now: a bad file is an error before anything starts
+        path = auth.key_for(endpoint, key)
+        self.credential = keysmod.credential(path) if path else None
         self.hb, self.liveness, self.max_backoff = heartbeat, liveness, max_backoff
         self.parent_pid = parent_pid
         self.output_dir = output_dir
@@ -119,6 +125,8 @@ class Agent(TaskControl, Spawner, WarmChild):
         s.setsockopt(zmq.LINGER, 0)
         s.setsockopt(zmq.RECONNECT_IVL, 100)
         s.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        if self.credential is not None:
+            auth.use_credential(s, self.credential)
         s.connect(self.endpoint)
         self.sock = s
         self.registered = False
@@ -346,9 +354,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
     ap.add_argument("--sched", choices=("batch", "normal"), default="batch",
                     help="the agent's scheduling policy (default batch: see set_batch)")
+    ap.add_argument("--key", help="node credential for a tcp daemon (default: MCEMU_KEY)")
     a = ap.parse_args(argv)
     return run_node(a.id, a.connect, heartbeat=a.heartbeat, liveness=a.liveness, output_dir=a.output_dir,
-                    rt_priority=a.rt_priority, sched=a.sched)
+                    rt_priority=a.rt_priority, sched=a.sched, key=a.key)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import pwd
 import shutil
 import signal
 import time
@@ -19,22 +20,46 @@ SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked fro
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 
 
+def account(m) -> tuple[int, int, str] | None:
+    """(uid, gid, name) of the local account a ``run`` asks its task to run as (emulator.live.auth
+    decides it: a client principal's own account), None for the agent's own; OSError saying why
+    this agent cannot do it (it is not root, no such account, root)."""
+    name = m.get("user")
+    if not name:
+        return None
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"no local account {name!r} on this node") from None
+    if pw.pw_uid == 0:
+        raise OSError("a task run for another principal never runs as root")
+    if pw.pw_uid == os.geteuid():
+        return None
+    if os.geteuid() != 0:
+        raise OSError(f"this node agent is not root: it cannot run a task as {name!r}")
+    return pw.pw_uid, pw.pw_gid, name
+
+
 class Spawner:
     """A task's process: the warm child when there is one, else a cold spawn."""
 
     def _spawn(self, m) -> tuple:
         key = (m["job"], m["attempt"])
         out = None
+        user = account(m)
         if m.get("command") and self.output_dir:
             out = os.path.join(self.output_dir, f"job{key[0]}.{m['rank']}.out")
+            if user is not None:  # created here, then handed over: the task's owner reads it
+                fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.fchown(fd, user[0], user[1])
+                os.close(fd)
+        if user is not None:
+            return self._spawn_as(m, out, user), None
         if SETPRIV and not m.get("burn"):
             got = self._hand_out(m, out)
             if got is not None:
                 return got
-        env = dict(os.environ)
-        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.node), MCEMU_RANK=str(m["rank"]),
-                   MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
-                   MCEMU_JOB_NAME=m.get("name", ""))
+        env = self._env(m)
         if SETPRIV and not m.get("burn"):
             return self._posix_spawn(m, env, out), None
         agent_pid = os.getpid()
@@ -72,6 +97,34 @@ class Spawner:
             except BaseException:
                 os._exit(127)
         return pid, None
+
+    def _env(self, m) -> dict:
+        env = dict(os.environ)
+        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.node), MCEMU_RANK=str(m["rank"]),
+                   MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
+                   MCEMU_JOB_NAME=m.get("name", ""))
+        return env
+
+    def _spawn_as(self, m, out, user) -> int:
+        """A task as another account (never the warm child, which runs as the agent): setpriv
+        drops to the account's uid, gid and groups before exec'ing the task."""
+        if not SETPRIV:
+            raise OSError("running a task as another account needs setpriv (util-linux)")
+        uid, gid, name = user
+        env = self._env(m)
+        pw = pwd.getpwnam(name)
+        env.update(HOME=pw.pw_dir, USER=name, LOGNAME=name)
+        drop = [SETPRIV, "--reuid", str(uid), "--regid", str(gid), "--init-groups", "--pdeathsig", "KILL", "--"]
+        if m.get("command"):
+            argv = drop + ["/bin/sh", "-c", m["command"]]
+            fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                  (os.POSIX_SPAWN_OPEN, 1, out or os.devnull, os.O_WRONLY, 0),
+                  (os.POSIX_SPAWN_DUP2, 1, 2)]
+        else:
+            argv = drop + [SLEEP, "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"]
+            fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.reset_policy else {}
+        return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
 
     def _posix_spawn(self, m, env, out) -> int:
         """vfork+exec (no copy of the agent's page tables, no copy-on-write faults after it):

@@ -21,6 +21,7 @@ def test_node_killed_mid_job_is_down_within_a_second_and_the_job_completes_elsew
     port = free_port()
     out = cluster.home / "seen"
     out.mkdir()
+    cluster.mcemu("keys", "init")
     cluster.up("--topology", "hypercube:3", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
                "--time-unit", "0.05", "--listen", f"127.0.0.1:{port}", "--no-restart")  # the victim stays dead
     cmd = f"echo $MCEMU_ATTEMPT > {out}/$MCEMU_JOB_ID.$MCEMU_NODE; sleep 1.5"
@@ -49,9 +50,10 @@ def test_node_killed_mid_job_is_down_within_a_second_and_the_job_completes_elsew
     assert {p.name.split(".")[1] for p in out.glob(f"{jid}.*") if p.read_text().strip() == "2"} == \
         {str(n) for n in j["nodes"]}
 
-    # the node comes back from "another host" over tcp:// and is idle again
+    # the node comes back from "another host" over tcp:// (CURVE, with the node credential)
     joiner = subprocess.Popen([sys.executable, "-m", "emulator", "node", "--connect", f"tcp://127.0.0.1:{port}",
-                               "--id", str(victim)], env=cluster.env, stdout=subprocess.DEVNULL,
+                               "--id", str(victim), "--key", str(cluster.home / "keys/issued/nodes.toml")],
+                              env=cluster.env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     cluster.record(joiner)
     wait_for(lambda: node_states(cluster)[victim]["state"] == "idle", 10, "the node to come back idle")
@@ -69,6 +71,7 @@ N_JOBS = 100
 def test_daemon_killed_with_jobs_queued_and_running_every_job_finishes_exactly_once(cluster):
     out = cluster.home / "runs"
     out.mkdir()
+    cluster.mcemu("keys", "init")
     cluster.up("--topology", "hypercube:3", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
                "--time-unit", "0.02")
     cmd = f"echo $MCEMU_ATTEMPT >> {out}/$MCEMU_JOB_ID.$MCEMU_RANK; sleep 0.08"

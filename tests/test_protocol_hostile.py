@@ -11,8 +11,10 @@ import pytest
 import zmq
 
 from conftest import ALLOCATOR, SCHEDULER, free_port, wait_for
+from emulator.live import auth
 from emulator.live import home as homemod
 from emulator.live import protocol as P
+from emulator.live.client import Client, ClientTimeout
 
 pytestmark = pytest.mark.live
 
@@ -50,12 +52,14 @@ def hostile_frames(rng: random.Random, n: int):
         yield rng.choice(mutations)()
 
 
-def blast(endpoint: str, seed: int, n: int) -> tuple[int, set]:
+def blast(endpoint: str, seed: int, n: int, key=None) -> tuple[int, set]:
     ctx = zmq.Context.instance()
     s = ctx.socket(zmq.DEALER)
     s.setsockopt(zmq.LINGER, 0)
     s.setsockopt(zmq.SNDHWM, 0)
     s.setsockopt(zmq.RCVHWM, 0)
+    if key:
+        auth.curve_client(s, key)
     s.connect(endpoint)
     rng = random.Random(seed)
     replies, codes, oks = 0, set(), 0
@@ -81,17 +85,31 @@ def blast(endpoint: str, seed: int, n: int) -> tuple[int, set]:
 
 def test_daemon_survives_hostile_frames_and_still_answers(cluster, tmp_path):
     port = free_port()
+    cluster.mcemu("keys", "init", "--admin", "boss")
     cluster.up("--topology", "hypercube:2", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
                "--time-unit", "0.01", "--listen", f"127.0.0.1:{port}")
     pid = cluster.daemon_pid()
     accepted = 0  # a mutation can land on a valid submit (burn=True, command=None): a real job
-    for i, ep in enumerate([homemod.control_endpoint(cluster.home), f"tcp://127.0.0.1:{port}"]):
-        replies, codes, oks = blast(ep, seed=i, n=N_FRAMES)
+    tcp, issued = f"tcp://127.0.0.1:{port}", cluster.home / "keys" / "issued"
+    decoding = {"not-msgpack", "not-a-map", "version", "unknown-type", "missing-field", "unknown-field",
+                "bad-field", "frames", "too-large"}
+    # the owner over ipc; over tcp an authenticated admin (node messages forbidden) and node
+    # (client requests forbidden) send the same frames
+    for i, (ep, key, want) in enumerate([
+            (homemod.control_endpoint(cluster.home), None, {"unregistered", "bad-node", "not-active"}),
+            (tcp, issued / "boss.toml", {"forbidden", "not-active"}),
+            (tcp, issued / "nodes.toml", {"forbidden", "unregistered", "bad-node"})]):
+        replies, codes, oks = blast(ep, seed=i, n=N_FRAMES, key=key)
         accepted += oks
         assert replies == N_FRAMES  # one reply per message, none lost
-        assert {"not-msgpack", "not-a-map", "version", "unknown-type", "missing-field", "unknown-field",
-                "bad-field", "frames", "unregistered", "bad-node", "not-active", "too-large"} <= codes
+        assert decoding | want <= codes, (key, codes)
         assert cluster.daemon_pid() == pid
+    # without a key, or with garbage for a handshake, nothing reaches the daemon at all
+    with pytest.raises(ClientTimeout):
+        Client(tcp, timeout=0.5).submit({"cube": 0}, runtime=1)
+    for k in range(20):
+        with socket.create_connection(("127.0.0.1", port)) as raw:
+            raw.sendall(random.Random(k).randbytes(500))
 
     # a frame above libzmq's limit is dropped with its connection, nothing else happens
     s = zmq.Context.instance().socket(zmq.DEALER)

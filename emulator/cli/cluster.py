@@ -39,9 +39,26 @@ from emulator.live import home as homemod
 # imports this module; scripts and tests poll `mcemu nodes` / `queue`)
 
 
+def use_key(args) -> None:
+    """``--key FILE``: the credential every tcp connection of this command uses (checked now,
+    one line if it is not one; emulator.live.keys), passed on as ``MCEMU_KEY``."""
+    import os
+
+    key = getattr(args, "key", None)
+    if key:
+        from emulator.live import keys as keysmod
+
+        try:
+            keysmod.credential(key)
+        except keysmod.KeyFileError as e:
+            raise UsageError(f"--key: {e}") from None
+        os.environ["MCEMU_KEY"] = key
+
+
 def _client(args):
     from emulator.live.client import Client
 
+    use_key(args)
     return Client(getattr(args, "connect", None) or None, timeout=args.timeout)
 
 
@@ -74,11 +91,15 @@ def cmd_up(args) -> int:
         raise UsageError(f"--max-restarts must be within 0-1000, got {args.max_restarts}")
     if listen and not listen.startswith("tcp://"):
         raise UsageError(f"--listen takes a tcp address (the ipc sockets are always there), got {args.listen!r}")
+    if args.insecure and not listen:
+        raise UsageError("--insecure only applies to --listen")
+    if listen:
+        _check_listen(home, listen, args.insecure)
     st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
                        args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
                        timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
                        rt_priority=args.rt_priority, node_sched=args.node_sched, restart=not args.no_restart,
-                       max_restarts=args.max_restarts)
+                       max_restarts=args.max_restarts, insecure=args.insecure)
     rec = st.get("recovered")
     if args.json:
         doc = {"home": str(home), "pid": st["pid"], "config": jsonable(st["config"]), "nodes": st["nodes"],
@@ -118,6 +139,27 @@ def cmd_up(args) -> int:
         if not args.json:
             print(f"cluster down: {len(res['stopped'])} processes stopped", file=sys.stderr)
     return 0
+
+
+def _check_listen(home, listen: str, insecure: bool) -> None:
+    """A tcp address needs the cluster's keys (CURVE), unless ``--insecure``, which is said
+    out loud: then anyone who reaches the port is the cluster's admin."""
+    from emulator.live import keys as keysmod
+
+    host = listen[len("tcp://"):].rpartition(":")[0].strip("[]")
+    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    if not insecure:
+        if not keysmod.initialized(home):
+            raise UsageError(f"--listen {listen} needs the cluster's keys: `mcemu keys init` first (clients then "
+                             f"use --key), or --insecure for an unauthenticated tcp port")
+        return
+    if loopback:
+        print(f"mcemu up: WARNING: --insecure: {listen} has no authentication; every local user can "
+              f"submit, cancel and shut down as you", file=sys.stderr)
+    else:
+        print(f"mcemu up: WARNING: --insecure on {listen}, a non-loopback address: ANYONE WHO CAN REACH "
+              f"THIS PORT CAN RUN COMMANDS AS {__import__('getpass').getuser()!r} AND SHUT THE CLUSTER DOWN. "
+              f"Use `mcemu keys init` instead.", file=sys.stderr)
 
 
 def cmd_down(args) -> int:
@@ -196,20 +238,20 @@ def cmd_queue(args) -> int:
     rows = []
     gang = q.get("gang")
     for j in q["jobs"]:
-        row = (j["id"], j["name"], j["state"], j["request_text"], j["allocation"] or "-",
+        row = (j["id"], j["name"], j.get("owner") or "-", j["state"], j["request_text"], j["allocation"] or "-",
                _ranges(j["nodes"] or []) or "-", f"{j['submit']:.2f}",
                "" if j["start"] is None else f"{j['start']:.2f}", "" if j["end"] is None else f"{j['end']:.2f}",
                j["attempt"], j["reason"] or "")
         if gang:
             g = j.get("gang") or {}
             att = g.get("attained")
-            row = row[:3] + (g.get("state", ""), "" if g.get("level") is None else g["level"],
+            row = row[:4] + (g.get("state", ""), "" if g.get("level") is None else g["level"],
                              "" if g.get("slots") is None else g["slots"],
-                             "" if att is None else f"{att:.2f}") + row[3:]
+                             "" if att is None else f"{att:.2f}") + row[4:]
         rows.append(row)
-    cols = ["JOBID", "NAME", "STATE", "REQUEST", "ALLOCATION", "NODELIST", "SUBMIT", "START", "END", "ATT", "REASON"]
+    cols = ["JOBID", "NAME", "OWNER", "STATE", "REQUEST", "ALLOCATION", "NODELIST", "SUBMIT", "START", "END", "ATT", "REASON"]
     if gang:
-        cols[3:3] = ["SLOT", "LEVEL", "SLOTS", "ATTAINED"]
+        cols[4:4] = ["SLOT", "LEVEL", "SLOTS", "ATTAINED"]
     _table(f"now {q['now']:.2f}", cols, rows)
     return 0
 
@@ -275,6 +317,7 @@ def cmd_wait(args) -> int:
         raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     home = None if args.connect else homemod.home_dir()
+    use_key(args)
     c = Client(args.connect or None, timeout=5.0)
     told = False
     try:
@@ -336,6 +379,7 @@ def cmd_wait(args) -> int:
 def cmd_node(args) -> int:
     from nodes import agent
 
+    use_key(args)
     return agent.run_node(args.id, homemod.endpoint(args.connect), heartbeat=args.heartbeat, liveness=args.liveness,
                           output_dir=args.output_dir, sched=args.sched)
 
@@ -350,7 +394,10 @@ def _add_up(sub) -> None:
     p.add_argument("--heartbeat", type=float, help="heartbeat interval in seconds (default 0.2)")
     p.add_argument("--liveness", type=int, help="missed heartbeats before a node is down (default 3)")
     p.add_argument("--max-requeue", type=int, help="node faults a job survives by requeueing (default 1)")
-    p.add_argument("--listen", help="also accept nodes and clients on tcp://ADDR:PORT (or :PORT for loopback)")
+    p.add_argument("--listen", help="also accept nodes and clients on tcp://ADDR:PORT (or :PORT for loopback), "
+                                    "CURVE-authenticated with the keys of `mcemu keys init`")
+    p.add_argument("--insecure", action="store_true",
+                   help="--listen without authentication: anyone who reaches the port is the cluster's admin")
     p.add_argument("--local-nodes", type=int, help="launch only nodes 0..N-1 here; the rest join with `mcemu node`")
     p.add_argument("--gang", help="time-share with this gang policy (round-robin, two-queue, multilevel, fb) "
                                   "instead of a discipline")
@@ -380,6 +427,7 @@ def add_commands(sub) -> None:
         if json:
             p.add_argument("--json", action="store_true", help="print one JSON document")
         p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
+        p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
         p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
 
     _add_up(sub)
@@ -438,6 +486,7 @@ def add_commands(sub) -> None:
     p.add_argument("jobs", type=int, nargs="*", metavar="JOB", help="job ids (default: every active job)")
     p.add_argument("--timeout", type=float, help="give up after this many seconds (exit status 3)")
     p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
+    p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_wait)
 
@@ -451,4 +500,10 @@ def add_commands(sub) -> None:
     p.add_argument("--output-dir")
     p.add_argument("--sched", choices=("batch", "normal"), default="batch",
                    help="the agent's scheduling policy (default batch)")
+    p.add_argument("--key", help="node credential for a tcp daemon (`mcemu keys issue NAME --role node`; "
+                                 "default: MCEMU_KEY)")
     p.set_defaults(func=cmd_node)
+
+    from emulator.cli import keys
+
+    keys.add_commands(sub)

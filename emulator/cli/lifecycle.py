@@ -75,7 +75,7 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
 def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
                   heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
                   grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
-                  rt_priority=None, node_sched=None, restart=True, max_restarts=None) -> dict:
+                  rt_priority=None, node_sched=None, restart=True, max_restarts=None, insecure=False) -> dict:
     """Start (or complete) the cluster in ``home``; returns once it is ready. A configuration
     the daemon would refuse (an unknown name, a bad ``--param``, settings that clash with the
     journal's) is refused here, in one line, before any process starts.
@@ -107,6 +107,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
         if v is not None:
             argv += [flag, str(v)]
     argv += [a for kv in params or () for a in ("--param", kv)]
+    if insecure:
+        argv.append("--insecure")
     t_start = time.monotonic()
     started: list[subprocess.Popen] = []
     try:
@@ -188,9 +190,10 @@ def _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeo
             time.sleep(0.05)
             st = status() or st
         nodes = c.nodes()
-        st["recovered"] = {"jobs": dict(st["jobs"]),
-                           "queued": st["jobs"].get("queued", 0), "running": st["jobs"].get("running", 0),
-                           "finished": sum(v for k, v in st["jobs"].items() if k in FINISHED),
+        jobs = st["jobs"]
+        st["recovered"] = {"jobs": dict(jobs), "queued": jobs.get("queued", 0) + jobs.get("held", 0),
+                           "running": jobs.get("running", 0),
+                           "finished": sum(v for k, v in jobs.items() if k in FINISHED),
                            "nodes_down": [n["node"] for n in nodes if n["state"] == "down"],
                            "nodes_not_back": [n["node"] for n in nodes
                                               if n["state"] != "down" and not n.get("connected")],

@@ -35,6 +35,9 @@ def cmd_monitor(args) -> int:
     from emulator.live.client import ClientError
     from emulator.monitor import app
 
+    from emulator.cli.cluster import use_key
+
+    use_key(args)
     if not 0 < args.fps <= 60:
         raise UsageError(f"--fps must be within 0-60 (more than 0), got {args.fps:g}")
     if args.width is not None and args.width < 40:
@@ -264,6 +267,7 @@ def add_commands(sub) -> None:
     p.add_argument("--fps", type=float, default=5.0, help="redraws per second (default 5)")
     p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
     p.add_argument("--events", help="the daemon's event endpoint when --connect is tcp://")
+    p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
     p.set_defaults(func=cmd_monitor)
 

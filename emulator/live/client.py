@@ -5,6 +5,10 @@
         jid = c.submit({"cube": 2}, runtime=5)
         c.queue(); c.nodes(); c.status(); c.cancel(jid)
 
+Over tcp a cluster started with keys (``mcemu keys``) answers only a CURVE client: ``key`` (or
+the environment's ``MCEMU_KEY``) names the credential file it was issued
+(emulator.live.keys); without one, or with a revoked one, nothing answers (ClientTimeout).
+
 Every call has a timeout (default 5 s) and raises :class:`ClientTimeout` when the daemon does
 not answer, :class:`DaemonError` (with ``code``) when it refuses. The socket is a DEALER, so
 :meth:`submit_many` can pipeline thousands of submissions with a bounded window.
@@ -16,6 +20,7 @@ import time
 
 import zmq
 
+from emulator.live import auth
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 
@@ -34,8 +39,18 @@ class DaemonError(ClientError):
         self.code = code
 
 
+def _secure(sock, endpoint: str, key) -> None:
+    path = auth.key_for(endpoint, key)
+    if path:
+        try:
+            auth.curve_client(sock, path)
+        except ValueError:
+            sock.close(linger=0)
+            raise
+
+
 class Client:
-    def __init__(self, endpoint: str | None = None, timeout: float = 5.0, home=None):
+    def __init__(self, endpoint: str | None = None, timeout: float = 5.0, home=None, key=None):
         if endpoint is None:
             endpoint = homemod.control_endpoint(homemod.home_dir() if home is None else home)
         else:
@@ -47,6 +62,7 @@ class Client:
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.SNDHWM, 100_000)
         self.sock.setsockopt(zmq.RCVHWM, 100_000)
+        _secure(self.sock, endpoint, key)
         self.sock.connect(endpoint)
         self._ids = itertools.count(1)
 
@@ -61,20 +77,32 @@ class Client:
 
     # ------------------------------------------------------------------ plumbing
 
+    def _timeout(self) -> ClientTimeout:
+        hint = " (is the cluster up?" + (" a tcp cluster answers only a valid key: --key or MCEMU_KEY)"
+                                         if self.endpoint.startswith("tcp://") else ")")
+        return ClientTimeout(f"no answer from the daemon at {self.endpoint}{hint}")
+
     def _recv(self, deadline: float) -> dict:
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not self.sock.poll(left * 1000):
-                raise ClientTimeout(f"no answer from the daemon at {self.endpoint} (is the cluster up?)")
+                raise self._timeout()
             try:
                 return P.decode(self.sock.recv(), max_size=P.MAX_REPLY)
             except P.ProtocolError:
                 continue
 
+    def _send(self, frame: bytes, deadline: float) -> None:
+        # a connection the daemon refused (CURVE: no valid key) leaves the DEALER with no peer,
+        # where a plain send blocks for ever
+        if not self.sock.poll(max(0.0, deadline - time.monotonic()) * 1000, zmq.POLLOUT):
+            raise self._timeout()
+        self.sock.send(frame, flags=zmq.NOBLOCK)
+
     def request(self, type_: str, timeout: float | None = None, **fields):
         rid = next(self._ids)
-        self.sock.send(P.encode(type_, id=rid, **fields))
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        self._send(P.encode(type_, id=rid, **fields), deadline)
         while True:
             m = self._recv(deadline)
             if m.get("id") != rid:
@@ -115,7 +143,7 @@ class Client:
                 for k in ("name", "command", "burn"):
                     if jobs[i].get(k):
                         j[k] = jobs[i][k]
-                self.sock.send(P.encode("submit", id=rid, **j))
+                self._send(P.encode("submit", id=rid, **j), deadline)
                 pending[rid] = i
                 i += 1
             m = self._recv(deadline)
@@ -163,13 +191,14 @@ class Client:
 class Events:
     """Subscribe to the daemon's PUB socket: ``for topic, msg in Events().iter(timeout)``."""
 
-    def __init__(self, endpoint: str | None = None, topics=(b"",), home=None):
+    def __init__(self, endpoint: str | None = None, topics=(b"",), home=None, key=None):
         if endpoint is None:
             endpoint = homemod.events_endpoint(homemod.home_dir() if home is None else home)
         else:
             endpoint = homemod.endpoint(endpoint, "--events")
         self.sock = zmq.Context.instance().socket(zmq.SUB)
         self.sock.setsockopt(zmq.LINGER, 0)
+        _secure(self.sock, endpoint, key)
         self.sock.setsockopt(zmq.RCVHWM, 1_000_000)
         for t in topics:
             self.sock.setsockopt(zmq.SUBSCRIBE, t)

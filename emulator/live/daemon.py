@@ -35,6 +35,7 @@ from pathlib import Path
 
 import zmq
 
+from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol as P
@@ -54,10 +55,12 @@ class Daemon(ProcessorManager):
     ALLOWED = P.NODE_TYPES | P.CLIENT_TYPES
 
     def __init__(self, home: Path, config: dict | None = None, listen: str | None = None,
-                 grace: float = 5.0, snapshot_every: float = 1.0, fsync: bool = False):
+                 grace: float = 5.0, snapshot_every: float = 1.0, fsync: bool = False, insecure: bool = False):
         super().__init__(home, config, grace=grace, snapshot_every=snapshot_every, fsync=fsync)
         self.listen = listen
-        self.ctx = self.router = self.pub = None
+        self.insecure = insecure
+        self.ctx = self.router = self.pub = self.zap = None
+        self.secure = bool(listen) and not insecure  # tcp peers are CURVE principals (emulator.live.auth)
         # bound once: a message costs one dict lookup and one call, as before the split
         self.node_handlers = {"task_done": self.on_task_done, "task_started": self.on_task_started,
                               "switched": self.slots.on_switched, "bye": self.on_bye}
@@ -96,6 +99,13 @@ class Daemon(ProcessorManager):
         p.bind(ev)
         endpoints = {"control": ctl, "events": ev}
         if self.listen:
+            if self.secure:
+                # libzmq copies a socket's options into each bind: the ipc endpoints above stay
+                # plain, the tcp ones below are CURVE; the ZAP handler exists before them (without
+                # one libzmq lets every key in)
+                self.zap = auth.Zap(self.ctx, self.home)
+                auth.curve_server(r, self.home)
+                auth.curve_server(p, self.home)
             r.bind(self.listen)
             endpoints["control_tcp"] = r.getsockopt(zmq.LAST_ENDPOINT).decode()
             if self.listen.startswith("tcp://"):
@@ -147,6 +157,10 @@ class Daemon(ProcessorManager):
             self.outbox.append((ident, P.error_frame(e)))
             return
         t = m["type"]
+        if self.peers:
+            why = auth.forbidden(self.principal_of(ident), t, P.NODE_TYPES, P.CLIENT_TYPES)
+            if why:
+                return self._error(ident, "forbidden", why, m.get("id"))
         if nr is not None:
             nr.last = time.monotonic()
         if t == "heartbeat":
@@ -171,18 +185,36 @@ class Daemon(ProcessorManager):
             if not r.getsockopt(zmq.EVENTS) & _POLLIN:
                 break
             try:
-                frames = r.recv_multipart(flags=zmq.NOBLOCK)
+                frames = r.recv_multipart(flags=zmq.NOBLOCK, copy=not self.secure)
             except zmq.Again:
                 break
+            if self.secure:
+                frames = self._principal(frames)
             try:
                 self.handle(frames)
             except Exception:  # a handler bug must not take the cluster down
                 log.exception("handler failed on %r", frames[-1][:200] if frames else frames)
 
+    def _principal(self, frames: list) -> list:
+        """Record who sent a message (its frame's ZAP User-Id; none over ipc) the first time a
+        connection speaks; returns the frames as bytes."""
+        ident = frames[0].bytes
+        if ident not in self.peers:
+            try:
+                uid = frames[-1].get("User-Id")
+            except zmq.ZMQError:
+                uid = None  # ipc: no security mechanism, the owner's socket
+            if len(self.peers) > 100_000:  # ids of connections long gone
+                self.peers.clear()
+            self.peers[ident] = auth.from_user_id(uid)
+        return [ident] + [f.bytes for f in frames[1:]]
+
     def serve(self, ready=None):
         self.running = True
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
+        if self.zap is not None:
+            poller.register(self.zap.sock, zmq.POLLIN)
         policy = self.policy
         next_hb = next_snap = tick_floor = 0.0
         hb_group = 0
@@ -203,6 +235,8 @@ class Daemon(ProcessorManager):
             # pyzmq truncates the timeout to whole ms: rounded down, a wait under 1 ms would
             # spin (poll(0)) until it is over
             if poller.poll(math.ceil(timeout * 1000.0)):
+                if self.zap is not None:
+                    self.zap.handle()
                 self._drain()
             wake = policy.next_wakeup()
             if wake is not None and wake <= self.now() and time.monotonic() >= tick_floor:
@@ -243,6 +277,8 @@ class Daemon(ProcessorManager):
             if self.ctx is not None:
                 self.router.close(linger=500)
                 self.pub.close(linger=0)
+                if self.zap is not None:
+                    self.zap.close()
                 self.ctx.term()
 
 
@@ -258,6 +294,7 @@ def _arguments(argv):
     ap.add_argument("--liveness", type=int)
     ap.add_argument("--max-requeue", type=int)
     ap.add_argument("--listen")
+    ap.add_argument("--insecure", action="store_true", help="tcp without CURVE: every tcp peer is the admin")
     ap.add_argument("--grace", type=float, default=5.0)
     ap.add_argument("--fsync", action="store_true")
     ap.add_argument("--gang", help="gang policy (round-robin, two-queue, multilevel, fb, ...)")
@@ -290,7 +327,11 @@ def main(argv=None) -> int:
                                 reduction=a.reduction, gang=a.gang, params=a.param, mpl=a.mpl,
                                 time_unit=a.time_unit, heartbeat=a.heartbeat, liveness=a.liveness,
                                 max_requeue=a.max_requeue)
-        d = Daemon(home, asked, listen=a.listen, grace=a.grace, fsync=a.fsync)
+        if a.listen and not a.insecure:
+            from emulator.live import keys as keysmod
+
+            keysmod.server(home)  # the keys exist and read, before anything changes
+        d = Daemon(home, asked, listen=a.listen, grace=a.grace, fsync=a.fsync, insecure=a.insecure)
     except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy
         print(f"mcemu daemon: error: {configmod.message(e)}", file=sys.stderr)
         return 2

@@ -18,10 +18,14 @@ ACTIVE = ("queued", "running")
 class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
-                 "started", "exec_time", "all_started_wall", "pids", "local")
+                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user")
 
-    def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0):
+    def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0,
+                 owner=None, user=None):
         self.id = id
+        # the principal that submitted it (emulator.live.auth) and the local account its tasks
+        # run as (None: the daemon's own)
+        self.owner, self.user = owner, user
         self.request, self.runtime, self.name, self.command, self.burn = request, runtime, name, command, burn
         self.job = Job(id, submit, Request.from_dict(request), runtime, name)
         self.state, self.attempt, self.faults = "queued", 0, 0
@@ -62,7 +66,7 @@ class JobRec:
                 "attempt": self.attempt, "faults": self.faults, "submit": self.submit,
                 "start": self.start, "end": self.end, "nodes": self.nodes or None,
                 "allocation": self.allocation, "exit": self.exit, "usage": self.usage,
-                "reason": self.reason}
+                "reason": self.reason, "owner": self.owner, "user": self.user}
 
     def view(self) -> dict:
         """One row of ``mcemu queue --json``."""

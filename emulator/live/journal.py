@@ -54,12 +54,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     allocation TEXT,
     exit TEXT,
     usage TEXT,
-    reason TEXT
+    reason TEXT,
+    owner TEXT,
+    user TEXT
 );
 """
+# columns added after the table's first form: added to an older journal when it is opened
+ADDED_COLUMNS = ("owner", "user")
 
 JOB_COLUMNS = ("id", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
-               "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason")
+               "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "owner", "user")
 _JSON_COLS = {"request", "nodes", "exit", "usage"}
 
 
@@ -70,6 +74,10 @@ class Journal:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
         self.db.executescript(SCHEMA)
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(jobs)")}
+        for c in ADDED_COLUMNS:
+            if c not in have:
+                self.db.execute(f'ALTER TABLE jobs ADD COLUMN "{c}" TEXT')
         self._in_tx = False
         self._events: list = []
         self._jobs: dict = {}

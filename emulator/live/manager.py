@@ -42,6 +42,7 @@ import logging
 import time
 from pathlib import Path
 
+from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live import recovery, views
@@ -99,6 +100,9 @@ class ProcessorManager:
         self.replaying = False
         self.running = False
         self.endpoints: dict = {}  # the sockets' addresses, once the daemon has bound them
+        # routing id -> auth.Principal of the tcp peers (emulator.live.daemon fills it from the
+        # ZAP handler's User-Id); a peer not in it is LOCAL (ipc, or tcp with --insecure)
+        self.peers: dict = {}
         self._last_t = 0.0
         self.recovered = recovery.replay(self, grace)
         # after the replay: a journal it failed on keeps its own settings
@@ -119,7 +123,7 @@ class ProcessorManager:
         p = self.policy
         if kind == "submit":
             jr = JobRec(job, data["request"], data["runtime"], data.get("name", ""), data.get("command"),
-                        data.get("burn", False), t)
+                        data.get("burn", False), t, data.get("owner"), data.get("user"))
             out = p.arrive(jr.job, t)  # a refusal raises here, before anything is registered
             self.jobs[job] = jr
             self.next_id = max(self.next_id, job + 1)
@@ -190,6 +194,8 @@ class ProcessorManager:
         """A ``run`` message's fields but rank and node (the same for every node of the job)."""
         f = dict(job=jr.id, attempt=jr.attempt, nodes=jr.nodes, runtime_s=jr.exec_time * self.time_unit,
                  command=jr.command, burn=jr.burn, name=jr.name)
+        if jr.user:
+            f["user"] = jr.user
         self.slots.run_fields(jr, f)
         return f
 
@@ -278,6 +284,12 @@ class ProcessorManager:
         if n >= self.topology.size:
             return self._error(ident, "bad-node", f"node {n} is not in {self.topology} (0..{self.topology.size - 1})")
         nr = self.nodes[n]
+        p = self.principal_of(ident)
+        if (nr.ident is not None and nr.ident != ident and nr.principal is not None and nr.principal != p
+                and time.monotonic() - nr.last < self.expiry):
+            return self._error(ident, "forbidden", f"node {n} is played by a live connection of another "
+                                                   f"principal ({nr.principal.name!r})")
+        nr.principal = p
         new_incarnation = self.registry.attach(ident, nr, m["pid"], m["host"], time.monotonic())
         self.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=self.hb, liveness=self.liveness)))
         if new_incarnation:
@@ -321,6 +333,8 @@ class ProcessorManager:
         jr = self.jobs.get(m["job"])
         if jr is None or jr.state != "running" or jr.attempt != m["attempt"]:
             return
+        if m["rank"] >= len(jr.nodes) or jr.nodes[m["rank"]] != nr.id:
+            return  # a node reports only on the tasks placed on it
         jr.started.add(m["rank"])
         jr.pids[m["rank"]] = m["pid"]
         if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
@@ -340,9 +354,16 @@ class ProcessorManager:
             self.policy.normalize(Request.from_dict(m["request"]))  # refuse what can never fit before any change
         except (RequestError, TopologyError, JobError) as e:
             return self._error(ident, "bad-request", str(e), m["id"])
+        p = self.principal_of(ident)
+        try:
+            user = auth.run_as(p, m.get("command"))
+        except ValueError as e:
+            return self._error(ident, "forbidden", str(e), m["id"])
         jid = self.next_id
         data = {"request": m["request"], "runtime": m["runtime"], "name": m.get("name") or f"job{jid}",
-                "command": m.get("command"), "burn": bool(m.get("burn", False))}
+                "command": m.get("command"), "burn": bool(m.get("burn", False)), "owner": p.name}
+        if user:
+            data["user"] = user
         try:
             t = self._input("submit", job=jid, data=data)
         except (RequestError, TopologyError, JobError, ValueError) as e:
@@ -360,19 +381,23 @@ class ProcessorManager:
         if jr is None or jr.state not in ACTIVE:
             state = jr.state if jr else "unknown"
             return self._error(ident, "not-active", f"job {m['job']} is {state}: nothing to cancel", m["id"])
+        p = self.principal_of(ident)
+        if not p.admin and jr.owner != p.name:
+            return self._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may cancel "
+                                                   f"only its own jobs", m["id"])
         t = self.now()
         if jr.state == "running":
             self._kill_tasks(jr)
-            self._finish(jr, "cancelled", t, reason="cancelled by user", kind="cancel")
+            self._finish(jr, "cancelled", t, reason=f"cancelled by {p.name}", kind="cancel")
         else:
-            jr.state, jr.end, jr.reason = "cancelled", t, "cancelled by user"
+            jr.state, jr.end, jr.reason = "cancelled", t, f"cancelled by {p.name}"
             self.journal.job(jr.row())
             self._emit_job(jr, t)
             self._input("cancel", job=jr.id, t=t)
         self._reply(ident, m["id"], {"job": jr.id, "state": "cancelled"})
 
     def on_queue(self, ident, m):
-        self._reply(ident, m["id"], views.queue(self, m.get("jobs"), m.get("all")))
+        self._reply(ident, m["id"], views.queue(self, m.get("jobs"), m.get("all"), self.principal_of(ident)))
 
     def on_nodes(self, ident, m):
         self._reply(ident, m["id"], {"nodes": self.nodes_view()})
@@ -386,6 +411,9 @@ class ProcessorManager:
     def on_shutdown(self, ident, m):
         self._reply(ident, m.get("id") or 0, {"stopping": True})
         self.running = False
+
+    def principal_of(self, ident) -> auth.Principal:
+        return self.peers.get(ident, auth.LOCAL) if self.peers else auth.LOCAL
 
     def status(self) -> dict:
         return views.status(self)

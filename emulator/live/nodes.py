@@ -20,7 +20,7 @@ from emulator.live import protocol as P
 
 
 class NodeRec:
-    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs", "hb")
+    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs", "hb", "principal")
 
     def __init__(self, id):
         self.id = id
@@ -31,6 +31,7 @@ class NodeRec:
         self.jobs: set[int] = set()  # jobs with a task placed here
         # a frame equal to this node's heartbeat needs no decoding (256 nodes send 1280 a second)
         self.hb = P.heartbeat_frame(id)
+        self.principal = None  # who registered it (emulator.live.auth); another may not take it over live
 
 
 class NodeRegistry:

@@ -36,9 +36,10 @@ def _held(m) -> dict:
     return {jid: reason for jid, (_, reason) in held().items()} if held else {}
 
 
-def queue(m, jobs=None, all=False) -> dict:
+def queue(m, jobs=None, all=False, viewer=None) -> dict:
     """``mcemu queue``: a queued job the discipline holds shows ``"state": "held"`` and its
-    ``"reason"`` (like the REASON column of Slurm's squeue: ``ReqNodeNotAvail: ...``)."""
+    ``"reason"`` (like the REASON column of Slurm's squeue: ``ReqNodeNotAvail: ...``). Every
+    row names its ``owner``; a ``viewer`` who is not the admin sees no command of others' jobs."""
     if jobs:
         sel = [m.jobs[j] for j in jobs if j in m.jobs]
     elif all:
@@ -47,6 +48,10 @@ def queue(m, jobs=None, all=False) -> dict:
         sel = [j for j in m.jobs.values() if j.state in ACTIVE]
     now = m.now()
     rows = [j.view() for j in sel]
+    if viewer is not None and not viewer.admin:
+        for r in rows:
+            if r["owner"] != viewer.name and r["command"] is not None:
+                r["command"] = "(hidden: another principal's job)"
     held = _held(m)
     if held:
         for r in rows:
@@ -60,6 +65,10 @@ def status(m) -> dict:
     counts: dict[str, int] = {}
     for j in m.jobs.values():
         counts[j.state] = counts.get(j.state, 0) + 1
+    held = len(_held(m))
+    if held:  # held jobs are queued jobs the discipline cannot start while nodes are down
+        counts["queued"] -= held
+        counts["held"] = held
     states: dict[str, int] = {}
     for nr in m.nodes:
         s = m.node_state(nr.id)

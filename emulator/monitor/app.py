@@ -28,6 +28,7 @@ from rich.live import Live
 from emulator.jsonable import jsonable
 from emulator.live import home as homemod
 from emulator.live import protocol as P
+from emulator.live import auth
 from emulator.live.client import Client, ClientError
 from emulator.monitor import view as V
 from emulator.monitor.model import MonitorState
@@ -69,7 +70,11 @@ class Feed:
         self.sub.setsockopt(zmq.LINGER, 0)
         self.sub.setsockopt(zmq.RCVHWM, 1_000_000)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"")
-        self.sub.connect(homemod.endpoint(events, "--events") if events else homemod.events_endpoint(home))
+        ev = homemod.endpoint(events, "--events") if events else homemod.events_endpoint(home)
+        key = auth.key_for(ev, None)  # the same credential as the client's (MCEMU_KEY, or --key)
+        if key:
+            auth.curve_client(self.sub, key)
+        self.sub.connect(ev)
         self.state: MonitorState | None = None
         self.wall_anchor = time.monotonic()
         self.last_event = time.monotonic()

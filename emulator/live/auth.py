@@ -1,0 +1,173 @@
+"""Who is talking to the daemon, and what they may do.
+
+Over tcp every connection is CURVE (emulator.live.keys): the daemon's ZAP handler (RFC 27,
+served in the daemon's own poll loop) accepts a client key found in ``keys/principals`` and
+names the connection ``ROLE:NAME``; libzmq stamps that on every message as its ``User-Id``.
+Over ipc the socket file is the cluster owner's alone, so its peers are the owner: ``LOCAL``.
+With ``--insecure`` a tcp peer is LOCAL too (anyone who reaches the port owns the cluster,
+which is what the flag says).
+
+Rules (``forbidden`` returns the reason or None):
+
+* node messages (register, heartbeat, task reports) need role ``node`` or LOCAL; a client key
+  cannot pose as a node. A node reports only on tasks the daemon placed on it
+  (emulator.live.manager checks the rank's node), and a node id held by a live connection of
+  another principal cannot be taken over.
+* client requests need ``client``, ``admin`` or LOCAL; a node key cannot submit.
+* ``cancel`` of another principal's job and ``shutdown`` need ``admin`` or LOCAL; ``queue``
+  hides the command of another principal's jobs from a ``client``.
+* a ``command`` task runs as the daemon's account for LOCAL and admins. For a ``client`` it runs
+  as the local account of the principal's name, which needs a daemon running as root and an
+  account of that name other than root; otherwise the submit is refused. A task never runs as
+  root for someone else.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+from typing import NamedTuple
+
+import zmq
+from zmq.utils import z85
+
+from emulator.live import keys as keysmod
+
+log = logging.getLogger("mcemu.daemon")
+
+ZAP_ENDPOINT = "inproc://zeromq.zap.01"
+ZAP_DOMAIN = b"mcemu"
+
+
+class Principal(NamedTuple):
+    name: str
+    role: str  # local, admin, client or node
+
+    @property
+    def admin(self) -> bool:
+        return self.role in ("local", "admin")
+
+
+def local_principal() -> Principal:
+    try:
+        name = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        name = str(os.getuid())
+    return Principal(name, "local")
+
+
+LOCAL = local_principal()
+
+NODE_ROLES = frozenset({"local", "node"})
+CLIENT_ROLES = frozenset({"local", "admin", "client"})
+
+
+def from_user_id(uid: str | None) -> Principal:
+    """The principal the ZAP handler named (``ROLE:NAME``), LOCAL for an ipc peer (no User-Id)."""
+    if not uid:
+        return LOCAL
+    role, _, name = uid.partition(":")
+    return Principal(name, role)
+
+
+def forbidden(p: Principal, msg_type: str, node_types, client_types) -> str | None:
+    if msg_type in node_types and p.role not in NODE_ROLES:
+        return f"{p.role} key {p.name!r} may not send node messages ({msg_type})"
+    if msg_type in client_types and p.role not in CLIENT_ROLES:
+        return f"{p.role} key {p.name!r} may not send client requests ({msg_type})"
+    if msg_type == "shutdown" and not p.admin:
+        return f"only the cluster's admin may shut it down ({p.name!r} is a {p.role})"
+    return None
+
+
+def run_as(p: Principal, command: str | None) -> str | None:
+    """The local account a job's tasks run as (None: the daemon's own), or ValueError saying
+    why this principal's command cannot run here."""
+    if not command or p.admin:
+        return None
+    if os.geteuid() != 0:
+        raise ValueError(f"a command from {p.name!r} would run as this daemon's account "
+                         f"({LOCAL.name}): only the admin's may; a daemon running as root runs it "
+                         f"as the local account {p.name!r}")
+    try:
+        pw = pwd.getpwnam(p.name)
+    except KeyError:
+        raise ValueError(f"no local account {p.name!r} to run its command as") from None
+    if pw.pw_uid == 0:
+        raise ValueError(f"{p.name!r} is a root account: a client's command never runs as root")
+    return p.name
+
+
+class Zap:
+    """The ZAP handler: a REP socket on the daemon's context, polled by the daemon's loop."""
+
+    def __init__(self, ctx, home):
+        self.keyring = keysmod.Keyring(home)
+        self.sock = ctx.socket(zmq.REP)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.bind(ZAP_ENDPOINT)
+        self.refused = 0
+
+    def handle(self) -> None:
+        while True:
+            try:
+                req = self.sock.recv_multipart(flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            try:
+                reply = self._decide(req)
+            except Exception:  # a bug here must refuse the connection, not end the daemon
+                log.exception("ZAP handler failed")
+                reply = [b"1.0", req[1] if len(req) > 1 else b"", b"500", b"internal error", b"", b""]
+            self.sock.send_multipart(reply)
+
+    def _decide(self, req):
+        # version, request id, domain, address, identity, mechanism, credentials...
+        if len(req) < 6 or req[0] != b"1.0":
+            return [b"1.0", req[1] if len(req) > 1 else b"", b"400", b"malformed ZAP request", b"", b""]
+        rid, address, mechanism = req[1], req[3], req[5]
+        if mechanism == b"CURVE" and len(req) == 7 and len(req[6]) == 32:
+            found = self.keyring.lookup(z85.encode(req[6]).decode("ascii"))
+            if found is not None:
+                name, role = found
+                return [b"1.0", rid, b"200", b"OK", f"{role}:{name}".encode(), b""]
+        self.refused += 1
+        if self.refused <= 10 or self.refused % 1000 == 0:  # a flood of bad keys must not fill the log
+            log.warning("refused a %s connection from %s: unknown key (%d refused)",
+                        mechanism.decode(errors="replace"), address.decode(errors="replace"), self.refused)
+        return [b"1.0", rid, b"400", b"unknown key", b"", b""]
+
+    def close(self):
+        self.sock.close(linger=0)
+
+
+def curve_server(sock, home) -> None:
+    """Make the next bind of ``sock`` a CURVE server with the cluster's key pair."""
+    srv = keysmod.server(home)
+    sock.setsockopt(zmq.CURVE_SECRETKEY, srv["secret"].encode())
+    sock.setsockopt(zmq.CURVE_PUBLICKEY, srv["public"].encode())
+    sock.setsockopt(zmq.CURVE_SERVER, 1)
+    sock.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN)
+
+
+def curve_client(sock, credential_path) -> dict:
+    """Make the next connect of ``sock`` a CURVE client with a credential file; returns it."""
+    return use_credential(sock, keysmod.credential(credential_path))
+
+
+def use_credential(sock, c: dict) -> dict:
+    sock.setsockopt(zmq.CURVE_SERVERKEY, c["server"].encode())
+    sock.setsockopt(zmq.CURVE_PUBLICKEY, c["public"].encode())
+    sock.setsockopt(zmq.CURVE_SECRETKEY, c["secret"].encode())
+    return c
+
+
+def key_for(endpoint: str, key) -> str | None:
+    """The credential a tcp connection uses: ``key`` if given, else ``MCEMU_KEY``; none for ipc."""
+    if not endpoint.startswith("tcp://"):
+        return None
+    return key or os.environ.get("MCEMU_KEY") or None
+
+
+__all__ = ["LOCAL", "Principal", "Zap", "curve_client", "curve_server", "forbidden", "from_user_id", "key_for",
+           "run_as", "use_credential"]
