@@ -153,6 +153,13 @@ class Quarantine:
         return f"Quarantine({self.inner!r}, down={sorted(self.down)})"
 
 
+def held_reason(request, down) -> str:
+    """The reason a job is held while ``down`` nodes are out (Slurm's ``ReqNodeNotAvail``)."""
+    down = sorted(down or ())
+    shown = ", ".join(map(str, down[:8])) + (f" +{len(down) - 8} more" if len(down) > 8 else "")
+    return f"ReqNodeNotAvail: no {request} without a down node (down: {shown})"
+
+
 def wrap(allocator: Allocator, down=()) -> Quarantine:
     return Quarantine(allocator, down)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from scheduler import allocators, disciplines, gang, reduction
-from scheduler.quarantine import DownSet, Quarantine
+from scheduler.quarantine import DownSet, Quarantine, held_reason
 from scheduler.topology import parse_topology
 
 # The defaults of every front end. The live cluster's discipline is lazy (DESIGN "Command
@@ -147,6 +147,7 @@ class Stack:
     policy: object
     down: DownSet  # shared by every quarantine of the stack
     gang: bool
+    _probe: object = field(default=None, repr=False)  # a gang's quarantine for held(), made on demand
 
     def mark_down(self, node: int, now: float | None = None) -> list:
         """Node ``node`` is out of service: no new allocation includes it. The jobs running
@@ -159,6 +160,19 @@ class Stack:
         if now is None or self.gang:
             return []
         return self.policy.retry(now)
+
+    def held(self, waiting=()) -> dict:
+        """Waiting jobs that cannot be allocated while the down nodes are out: id -> reason.
+        A discipline holds them itself (scheduler.disciplines.base); a gang policy never
+        blocks on them (its rows are tried job by job), so for it the jobs ``waiting`` are
+        probed against a quarantine of the stack's allocator: the reason is shown all the same."""
+        if not self.gang:
+            return {jid: reason for jid, (_, reason) in self.policy.held().items()}
+        if not self.down:
+            return {}
+        if self._probe is None:
+            self._probe = Quarantine(allocators.create(self.config.allocator, self.topology), self.down)
+        return {j.id: held_reason(j.request, self.down) for j in waiting if self._probe.unavailable(j.request)}
 
     def mark_up(self, node: int, now: float) -> list:
         """Node ``node`` is back: the policy tries its waiting jobs again; its decisions."""

@@ -135,3 +135,20 @@ def test_reduction_holds_only_when_no_fold_fits():
 def test_no_down_node_no_wrapper():
     stack = build(StackConfig("hypercube:3", "buddy", "lazy"))
     assert not any(n in stack.policy.__dict__ for n in ("arrive", "depart", "cancel", "tick", "snapshot"))
+
+
+def test_a_gang_policy_never_blocks_on_down_nodes_and_its_waiting_job_shows_the_reason():
+    for gang in ("round-robin", "multilevel"):
+        stack = build(StackConfig("hypercube:3", "buddy", None, gang=gang, driver="live"))
+        stack.mark_down(1, 0.0)
+        stack.mark_down(5, 0.0)
+        p = stack.policy
+        big = J(1, 0.0, 2, 10)
+        assert not [d for d in p.arrive(big, 0.0) if getattr(d, "job", None) is big]
+        for i, t in zip(range(2, 6), (0.1, 0.2, 0.3, 0.4)):
+            assert [d.job.id for d in p.arrive(J(i, t, 0, 50), t) if hasattr(d, "nodes")] == [i], gang
+        assert stack.held([big]) == {1: REASON}
+        assert stack.held([J(9, 0.5, 1, 5)]) == {}  # a 1-cube fits beside the down nodes
+        out = stack.mark_up(1, 1.0)
+        assert stack.held([big]) == {}
+        assert any(getattr(d, "job", None) is big for d in out), (gang, out)

@@ -30,10 +30,9 @@ def node_rows(m) -> list[dict]:
 
 
 def _held(m) -> dict:
-    """Job id -> reason of the jobs the discipline holds (scheduler.disciplines.base: they
-    cannot be allocated while the down nodes are out); a gang policy holds none."""
-    held = getattr(m.policy, "held", None)
-    return {jid: reason for jid, (_, reason) in held().items()} if held else {}
+    """Job id -> reason of the waiting jobs that cannot be allocated while the down nodes are
+    out (scheduler.stack.Stack.held: a discipline holds them; a gang policy's are probed)."""
+    return m.stack.held([j.job for j in m.jobs.values() if j.state == "queued"] if m.stack.gang else ())
 
 
 def queue(m, jobs=None, all=False, viewer=None) -> dict:

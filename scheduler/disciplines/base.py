@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from scheduler.decisions import Start
 from scheduler.jobs import Job, JobError, check_time
-from scheduler.quarantine import DownSet
+from scheduler.quarantine import DownSet, held_reason
 
 _INF = float("inf")
 
@@ -142,9 +142,7 @@ class Discipline:
         return {jid: (job, self._held_reason(job)) for jid, job in self._held.items()}
 
     def _held_reason(self, job: Job) -> str:
-        down = sorted(self._down or ())
-        shown = ", ".join(map(str, down[:8])) + (f" +{len(down) - 8} more" if len(down) > 8 else "")
-        return f"ReqNodeNotAvail: no {job.request} without a down node (down: {shown})"
+        return held_reason(job.request, self._down)
 
     def _down_changed(self) -> None:
         """The quarantine's down set changed (a DownSet watcher): sort the held jobs out at
