@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import signal
 
 import pytest
 
@@ -112,3 +113,22 @@ def test_listen_without_keys_is_refused_before_anything_starts_and_insecure_says
     assert "WARNING: --insecure" in r.stderr
     with Client(f"tcp://127.0.0.1:{port}", timeout=5) as c:  # no key: the admin, as the flag said
         assert c.ping()
+
+
+def test_a_recovered_daemon_listens_where_the_dead_one_did_with_the_same_keys(cluster):
+    cluster.mcemu("keys", "init")
+    port = free_port()
+    cluster.up("--topology", "hypercube:1", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER, "--listen",
+               f"127.0.0.1:{port}")
+    key = cluster.home / "keys" / "issued" / "nodes.toml"
+    pid = cluster.daemon_pid()
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: cluster.daemon_pid() is None, 5, "the daemon to die")
+    r = cluster.mcemu("up", "--detach")  # no options: the journal and the dead daemon's record
+    cluster.record()
+    assert "recovered the journal" in r.stdout
+    admin = next(p for p in (cluster.home / "keys" / "issued").glob("*.toml") if p.name != "nodes.toml")
+    with Client(f"tcp://127.0.0.1:{port}", timeout=5, key=admin) as c:
+        assert c.ping() and c.status()["pid"] != pid
+    with Client(f"tcp://127.0.0.1:{port}", timeout=0.7, key=key) as c, pytest.raises(DaemonError, match="forbidden"):
+        c.ping()  # still CURVE, still the same principals

@@ -93,6 +93,11 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     if procs["daemon"] is not None:
         raise UsageError(f"a cluster is already running in {home} (daemon pid {procs['daemon'].pid}); `mcemu down` first")
     recovering = bool(pending_meta(home))
+    if recovering and listen is None:
+        # the tcp address is not in the journal's configuration: the dead daemon's own record
+        # of what it listened on, so that remote nodes and clients find it again
+        prev = homemod.read_json(home / "endpoints.json") or {}
+        listen, insecure = prev.get("control_tcp"), bool(prev.get("insecure"))
     cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
                               gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
                               liveness=liveness, max_requeue=max_requeue)

@@ -97,7 +97,7 @@ class Daemon(ProcessorManager):
         p.setsockopt(zmq.LINGER, 0)
         p.setsockopt(zmq.SNDHWM, 100_000)
         p.bind(ev)
-        endpoints = {"control": ctl, "events": ev}
+        endpoints = {"control": ctl, "events": ev, "insecure": bool(self.listen) and self.insecure}
         if self.listen:
             if self.secure:
                 # libzmq copies a socket's options into each bind: the ipc endpoints above stay
