@@ -52,3 +52,8 @@ def test_endpoints_that_are_fine(text, listen, want):
 def test_endpoints_that_are_not(text):
     with pytest.raises(ValueError, match="must be"):
         homemod.endpoint(text)
+
+
+def test_the_event_endpoint_beside_a_control_endpoint():
+    assert homemod.events_for("tcp://10.0.0.5:7700") == "tcp://10.0.0.5:7701"
+    assert homemod.events_for("ipc:///run/m/daemon.sock") == "ipc:///run/m/events.sock"

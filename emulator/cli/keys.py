@@ -70,6 +70,7 @@ def add_commands(sub) -> None:
     p.add_argument("name", nargs="?", help="the principal (issue, revoke): its local account name for commands")
     p.add_argument("--role", default="client", choices=("client", "node", "admin"), help="issue: the key's role")
     p.add_argument("--admin", help="init: the admin credential's name (default: your user name)")
-    p.add_argument("--force", action="store_true", help="init: new server keys; every credential is revoked")
+    p.add_argument("--force", action="store_true", help="init: new server keys; every credential is revoked (restart a running cluster: it keeps "
+                        "the server key it started with)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_keys)

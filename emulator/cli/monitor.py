@@ -44,7 +44,8 @@ def cmd_monitor(args) -> int:
         raise UsageError(f"--width must be at least 40 columns, got {args.width}")
     try:
         if args.once or args.json:
-            out = app.once(endpoint=args.connect, width=args.width, as_json=args.json, timeout=args.timeout)
+            out = app.once(endpoint=args.connect, width=args.width, as_json=args.json, timeout=args.timeout,
+                           events=args.events)
             if out:
                 sys.stdout.write(out + "\n")
             return 0
@@ -266,7 +267,7 @@ def add_commands(sub) -> None:
     p.add_argument("--width", type=int, help="columns for --once (default: the terminal's, 120 in a pipe)")
     p.add_argument("--fps", type=float, default=5.0, help="redraws per second (default 5)")
     p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
-    p.add_argument("--events", help="the daemon's event endpoint when --connect is tcp://")
+    p.add_argument("--events", help="the daemon's event endpoint (default: beside --connect, the next tcp port)")
     p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
     p.set_defaults(func=cmd_monitor)

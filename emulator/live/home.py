@@ -70,6 +70,15 @@ def events_endpoint(home: Path) -> str:
     return ipc_endpoint(home, "events.sock")
 
 
+def events_for(control: str) -> str:
+    """The event endpoint beside a control endpoint, as the daemon binds them: the next tcp
+    port, or ``events.sock`` beside ``daemon.sock``."""
+    if control.startswith("tcp://"):
+        host, _, port = control[6:].rpartition(":")
+        return f"tcp://{host}:{int(port) + 1}"
+    return "ipc://" + str(Path(control[6:]).with_name("events.sock"))
+
+
 def journal_path(home: Path) -> Path:
     return home / "journal.db"
 

@@ -70,7 +70,10 @@ class Feed:
         self.sub.setsockopt(zmq.LINGER, 0)
         self.sub.setsockopt(zmq.RCVHWM, 1_000_000)
         self.sub.setsockopt(zmq.SUBSCRIBE, b"")
-        ev = homemod.endpoint(events, "--events") if events else homemod.events_endpoint(home)
+        if events:
+            ev = homemod.endpoint(events, "--events")
+        else:  # beside the control endpoint: a monitor on another host needs only --connect
+            ev = homemod.events_for(self.client.endpoint)
         key = auth.key_for(ev, None)  # the same credential as the client's (MCEMU_KEY, or --key)
         if key:
             auth.curve_client(self.sub, key)
@@ -152,9 +155,10 @@ def cbreak(fd):
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
 
-def once(home=None, endpoint=None, width: int | None = None, as_json: bool = False, timeout: float = 5.0) -> str:
+def once(home=None, endpoint=None, width: int | None = None, as_json: bool = False, timeout: float = 5.0,
+         events=None) -> str:
     """One snapshot of the cluster, rendered (or as the JSON view dict)."""
-    feed = Feed(home, endpoint, timeout=timeout)
+    feed = Feed(home, endpoint, events, timeout=timeout)
     try:
         s = feed.sync()
         view = s.view(s.now)
