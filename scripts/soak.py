@@ -49,6 +49,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from emulator.cli.monitor import still_alive  # noqa: E402
 from emulator.live import home as homemod  # noqa: E402
 from emulator.live.client import Client, ClientError  # noqa: E402
 from emulator.live.hostile import blast  # noqa: E402
@@ -93,15 +94,7 @@ class Soak:
                 pass
 
     def left(self) -> list[int]:
-        out = []
-        for pid, ct in self.seen.items():
-            try:
-                p = psutil.Process(pid)
-                if abs(p.create_time() - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
-                    out.append(pid)
-            except psutil.Error:
-                pass
-        return out
+        return [p.pid for p in still_alive(self.seen)]
 
     # ------------------------------------------------------------------ the run
 
