@@ -17,7 +17,8 @@ import threading
 from emulator.jsonable import jsonable
 
 COMMAND_MODULES = ["emulator.cli.policies", "emulator.cli.simulate", "emulator.cli.cluster",
-                   "emulator.cli.monitor", "emulator.cli.reproduce", "emulator.cli.net"]
+                   "emulator.cli.monitor", "emulator.cli.reproduce", "emulator.cli.sweep",
+                   "emulator.cli.net"]
 
 
 class UsageError(Exception):

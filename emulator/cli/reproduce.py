@@ -33,11 +33,12 @@ def run(args) -> int:
         raise UsageError("give an experiment NAME (see `mcemu reproduce --list`)")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be >= 1")
+    check_dask(args)
     if args.name not in experiments.names():
         raise UsageError(f"unknown experiment {args.name!r}; known: {', '.join(experiments.names())}")
     exp = experiments.get(args.name)
-    summary = run_experiment(exp, args.out, quick=args.quick, jobs=args.jobs,
-                             progress=None if not args.json else False)
+    summary = run_experiment(exp, args.out, quick=args.quick, jobs=args.jobs, dask=args.dask,
+                             dask_timeout=args.dask_timeout, progress=None if not args.json else False)
     if args.json:
         print_json(_jsonable(summary))
         return 0
@@ -50,10 +51,31 @@ def run(args) -> int:
         c.print(f"  {'[green]✓[/]' if item['holds'] else '[red]✗[/]'} {item['claim']}", highlight=False)
     capped = sum(p["capped"] for p in summary["points"])
     c.print(f"{len(summary['points'])} points, {summary['replications_computed']} runs computed in "
-            f"{summary['wall_seconds']:.1f} s" + (f", {capped} point(s) at the replication cap" if capped else ""))
+            f"{summary['wall_seconds']:.1f} s on {summary['executor']}"
+            + (f", {capped} point(s) at the replication cap" if capped else ""), highlight=False)
     for k in ("REPORT.md", "figure.png", "results.csv"):
         c.print(f"  {summary['outputs'][k]}", highlight=False)
     return 0
+
+
+def check_dask(args) -> None:
+    """``--dask``/``--jobs``/``--dask-timeout`` checked before anything runs (reproduce, sweep)."""
+    from emulator.experiments.executors import check_dask_address
+
+    if args.dask is not None:
+        if args.jobs is not None:
+            raise UsageError("--jobs is the local pool's; with --dask the cluster's workers run the replications")
+        check_dask_address(args.dask)
+    if not args.dask_timeout > 0:
+        raise UsageError("--dask-timeout must be > 0 seconds")
+
+
+def add_dask_options(p) -> None:
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="run the replications on a Dask cluster: a scheduler address (tcp://HOST:PORT) or "
+                        "local:N (start N local workers); needs pip install 'mcemu[dask]'")
+    p.add_argument("--dask-timeout", type=float, default=10.0, metavar="SEC",
+                   help="seconds to wait for the Dask scheduler (default 10)")
 
 
 def add_commands(sub) -> None:
@@ -67,6 +89,7 @@ def add_commands(sub) -> None:
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default ./results)")
     p.add_argument("--quick", action="store_true", help="reduced grid, short runs: well under a minute")
     p.add_argument("--jobs", type=int, default=None, metavar="J", help="worker processes (default: every core)")
+    add_dask_options(p)
     p.add_argument("--list", action="store_true", help="name every experiment with its paper and figure")
     p.add_argument("--json", action="store_true", help="print the results as one JSON document")
     p.set_defaults(func=run)

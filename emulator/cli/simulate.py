@@ -98,8 +98,9 @@ def run(args) -> int:
     config = StackConfig.from_options(topology=topo, allocator=args.allocator, scheduler=args.scheduler,
                                       reduction=args.reduction, gang=args.gang, params=args.param or ())
     params = dict(config.params)
-    if args.write_swf:
-        _check_output(args.write_swf)  # before the run, not after it
+    for flag, path in (("--write-swf", args.write_swf), ("--jobs-out", args.jobs_out)):
+        if path:
+            _check_output(path, flag)  # before the run, not after it
     profiles = _comm(args, topo)
     if profiles and (config.gang is not None or config.reduction is not None):
         raise UsageError("--comm does not combine with --gang or --reduction (one rank per node, no time sharing)")
@@ -114,9 +115,9 @@ def run(args) -> int:
 
         model, net = _model(args, topo, profiles)
         jobs = comm_jobs(jobs, profiles, topo, seed=args.seed)
-    keep = bool(args.write_swf)
+    keep = bool(args.write_swf or args.jobs_out)
     sim = Simulation(d, jobs, until=args.time, completions=args.jobs, warmup=args.warmup,
-                     keep_records=keep, model=model)
+                     keep_records=keep, keep_nodes=bool(args.jobs_out), model=model)
     t0 = time.perf_counter()
     show = sys.stderr.isatty() and not args.json
     if show:
@@ -148,6 +149,13 @@ def run(args) -> int:
                            time_unit=args.time_unit if args.trace else 1.0,
                            note=f"mcemu simulate {args.allocator}/{args.scheduler}")
         out["swf_written"] = str(args.write_swf)
+    if args.jobs_out:
+        from emulator.sim.batsim import write_jobs_csv
+
+        name = os.path.basename(str(args.trace)) if args.trace else f"mcemu-load-{args.load:g}-seed-{args.seed}"
+        write_jobs_csv(args.jobs_out, res.records, workload_name=name,
+                       time_unit=args.time_unit if args.trace else 1.0)
+        out["jobs_written"] = str(args.jobs_out)
     if args.json:
         print_json(_jsonable(out))
     else:
@@ -165,7 +173,8 @@ def run_gang(args, topo, config) -> int:
     # what a gang run does not use is refused, not silently dropped (the daemon refuses
     # --gang with --reduction the same way)
     for flag, value in (("--reduction", config.reduction), ("--scheduler", args.scheduler),
-                        ("--warmup", args.warmup or None), ("--write-swf", args.write_swf)):
+                        ("--warmup", args.warmup or None), ("--write-swf", args.write_swf),
+                        ("--jobs-out", args.jobs_out)):
         if value is not None:
             raise UsageError(f"{flag} does not apply to a gang run (--gang {args.gang})")
     policy = build(config).policy
@@ -209,15 +218,15 @@ def run_gang(args, topo, config) -> int:
     return 0
 
 
-def _check_output(path) -> None:
+def _check_output(path, flag: str = "--write-swf") -> None:
     p = os.fspath(path)
     if os.path.isdir(p):
-        raise UsageError(f"--write-swf {p}: is a directory")
+        raise UsageError(f"{flag} {p}: is a directory")
     parent = os.path.dirname(os.path.abspath(p))
     if not os.path.isdir(parent):
-        raise UsageError(f"--write-swf {p}: no directory {parent}")
+        raise UsageError(f"{flag} {p}: no directory {parent}")
     if not os.access(parent, os.W_OK):
-        raise UsageError(f"--write-swf {p}: cannot write in {parent}")
+        raise UsageError(f"{flag} {p}: cannot write in {parent}")
 
 
 def print_metrics(out: dict) -> None:
@@ -284,6 +293,10 @@ def add_commands(sub) -> None:
     p.add_argument("--time-unit", type=float, default=1.0,
                    help="seconds of the trace per model time unit (with --trace)")
     p.add_argument("--write-swf", default=None, metavar="OUT", help="write the simulated schedule as SWF")
+    p.add_argument("--jobs-out", default=None, metavar="JOBS.csv",
+                   help="write one row per completed job with Batsim's jobs.csv columns (job_id, submission_time, "
+                        "starting_time, finish_time, waiting_time, allocated_resources as '0-3 8', ...) for "
+                        "evalys or pandas; jobs unfinished at --time and warm-up jobs are not written")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a discipline (or gang policy) parameter (repeatable), e.g. --param threshold=20")
     p.add_argument("--switch-cost", type=float, default=0.0, help="gang: time units per context switch")

@@ -1,0 +1,188 @@
+"""Where the runner's replications run: in this process, on a local process pool, or on a Dask
+cluster. Each is the same small interface, so the runner (``runner.replicate``) has one loop:
+
+    ex.submit(fn, *args) -> handle      ex.wait(handles) -> the handles now finished
+    ex.outcome(handle)   -> fn's value (or its exception raised)
+    ex.lost(exc)         -> whether the run was lost with its worker (submit it again)
+    ex.close(cancel)     ex.workers (how many run at once, for the progress line)
+    ex.describe()        one line for the report
+
+:func:`make_executor` picks one from ``--jobs`` and ``--dask``. Dask (``dask[distributed]``,
+the optional extra ``mcemu[dask]``) is imported only when ``--dask`` is given. ``--dask
+tcp://HOST:PORT`` (or any address a Dask client takes) connects to a running scheduler --
+``dask scheduler`` + ``dask worker``, or one started by dask-jobqueue on Slurm, or on
+Kubernetes; ``--dask local:N`` starts a local cluster of N one-thread worker processes for the
+run. A worker that dies mid-run costs only the replications it held: the Dask scheduler gives
+them to another worker, and a replication that still comes back lost (``KilledWorker``) is
+submitted again by the runner (up to :data:`RESUBMITS` times).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+from emulator.experiments.experiment import ReproduceError
+
+RESUBMITS = 3
+DASK_HINT = "--dask needs Dask: pip install 'mcemu[dask]' (or: pip install 'dask[distributed]')"
+
+
+class Inline:
+    """One replication at a time in this process (``--jobs 1``): each is run when the runner
+    waits for it, so every finished one is logged before the next starts."""
+
+    workers = 1
+
+    class _Run:
+        __slots__ = ("fn", "args", "value", "error")
+
+        def __init__(self, fn, args):
+            self.fn, self.args, self.value, self.error = fn, args, None, None
+
+    def submit(self, fn, *args):
+        return self._Run(fn, args)
+
+    def wait(self, handles):
+        h = next(iter(handles))
+        try:
+            h.value = h.fn(*h.args)
+        except Exception as e:  # noqa: BLE001 - raised again by outcome()
+            h.error = e
+        return [h]
+
+    def outcome(self, h):
+        if h.error is not None:
+            raise h.error
+        return h.value
+
+    def lost(self, exc) -> bool:
+        return False
+
+    def close(self, cancel: bool = False) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "one process"
+
+
+class LocalPool:
+    """A local process pool of ``workers`` processes."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.pool = ProcessPoolExecutor(max_workers=workers)
+
+    def submit(self, fn, *args):
+        return self.pool.submit(fn, *args)
+
+    def wait(self, handles):
+        return wait(handles, return_when=FIRST_COMPLETED)[0]
+
+    def outcome(self, h):
+        return h.result()
+
+    def lost(self, exc) -> bool:
+        return False
+
+    def close(self, cancel: bool = False) -> None:
+        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+
+    def describe(self) -> str:
+        return f"a local process pool of {self.workers} workers"
+
+
+class DaskPool:
+    """A Dask cluster: ``address`` is a scheduler address or ``local:N``."""
+
+    def __init__(self, address: str, timeout: float = 10.0):
+        try:
+            import distributed
+        except ImportError:
+            raise ReproduceError(DASK_HINT) from None
+        self.distributed = distributed
+        self.address, self.cluster, self._done = address, None, None
+        try:
+            if address.startswith("local"):
+                n = _local_workers(address)
+                import logging
+
+                self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                                        dashboard_address=None, silence_logs=logging.ERROR)
+                self.client = distributed.Client(self.cluster, timeout=timeout)
+            else:
+                self.client = distributed.Client(address, timeout=timeout)
+        except (OSError, TimeoutError, ValueError) as e:
+            if self.cluster is not None:
+                self.cluster.close()
+            why = " ".join(str(e).split()) or type(e).__name__
+            raise ReproduceError(f"cannot reach the Dask scheduler at {address}: {why}") from None
+        self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def submit(self, fn, *args):
+        # pure=False: a replication is a task of its own even when its arguments repeat
+        f = self.client.submit(fn, *args, pure=False)
+        if self._done is None:
+            self._done = self.distributed.as_completed([f])
+        else:
+            self._done.add(f)
+        return f
+
+    def wait(self, handles):
+        # as_completed, not distributed.wait over every pending future: O(1) per finished run
+        return self._done.next_batch(block=True)
+
+    def outcome(self, h):
+        try:
+            return h.result()
+        except ImportError as e:
+            raise ReproduceError(f"a Dask worker cannot import what the run needs ({e}): install mcemu, "
+                                 "and any policy plugin, on every worker") from None
+
+    def lost(self, exc) -> bool:
+        names = {"KilledWorker", "CommClosedError", "FutureCancelledError"}
+        return type(exc).__name__ in names
+
+    def close(self, cancel: bool = False) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+    def describe(self) -> str:
+        where = f"a local Dask cluster ({self.address})" if self.cluster is not None else f"Dask at {self.address}"
+        return f"{where}, {self.workers} workers"
+
+
+def _local_workers(address: str) -> int:
+    _, _, n = address.partition(":")
+    if not n:
+        return os.cpu_count() or 1
+    try:
+        k = int(n)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise ReproduceError(f"--dask local:N needs N >= 1 workers, got {address!r}")
+    return k
+
+
+def check_dask_address(address: str) -> None:
+    """Refuse a malformed ``--dask`` before anything starts."""
+    if not address or address.strip() != address:
+        raise ReproduceError(f"--dask needs a scheduler address (tcp://HOST:PORT) or local:N, got {address!r}")
+    if address.startswith("local"):
+        if address != "local" and not address.startswith("local:"):
+            raise ReproduceError(f"--dask local:N, got {address!r}")
+        _local_workers(address)
+
+
+def make_executor(jobs: int | None = None, dask: str | None = None, dask_timeout: float = 10.0):
+    if dask:
+        check_dask_address(dask)
+        return DaskPool(dask, dask_timeout)
+    n = max(1, int(jobs or os.cpu_count() or 1))
+    return Inline() if n == 1 else LocalPool(n)
+
+
+__all__ = ["DaskPool", "Inline", "LocalPool", "RESUBMITS", "check_dask_address", "make_executor"]

@@ -1,0 +1,119 @@
+"""Policies from a separate installed package, through the entry-point group ``mcemu.policies``.
+
+The package is built in tmp_path as an installed distribution would be: the module and a
+``*.dist-info`` folder with ``METADATA`` and ``entry_points.txt``, on the path of the ``mcemu``
+processes (real importlib.metadata discovery, as after ``pip install``)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler import registry
+
+REPO = Path(__file__).resolve().parents[1]
+
+PLUGIN = '''\
+"""A researcher's policies, outside mcemu."""
+from scheduler.disciplines.fcfs import FCFS
+
+
+class ToyFCFS(FCFS):
+    """FCFS again, from a plugin (the same decisions as fcfs)."""
+'''
+
+ALLOCS = '''\
+from scheduler import allocators
+from scheduler.allocators.buddy import Buddy
+
+
+@allocators.register("toy-buddy")
+class ToyBuddy(Buddy):
+    """The buddy system again, registered by a module-form plugin."""
+'''
+
+
+def make_plugin(site: Path, entry_points: str, name: str = "mcemu-toy-plugin") -> Path:
+    pkg = site / "mcemu_toy_plugin"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(PLUGIN)
+    (pkg / "allocs.py").write_text(ALLOCS)
+    dist = site / f"{name.replace('-', '_')}-0.1.dist-info"
+    dist.mkdir(exist_ok=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[mcemu.policies]\n" + entry_points)
+    return site
+
+
+def mcemu(site: Path, *args, timeout=120):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]))
+    return subprocess.run([sys.executable, "-m", "emulator", *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+GOOD = "toy-fcfs = mcemu_toy_plugin:ToyFCFS\ntoy-allocators = mcemu_toy_plugin.allocs\n"
+
+
+def test_simulate_and_policies_find_a_plugin(tmp_path):
+    site = make_plugin(tmp_path / "site", GOOD)
+    run = ["simulate", "--topology", "hypercube:5", "--load", "0.7", "--jobs", "300", "--seed", "4", "--json"]
+    r = mcemu(site, *run, "--scheduler", "toy-fcfs", "--allocator", "toy-buddy")
+    assert r.returncode == 0, r.stderr
+    mine = json.loads(r.stdout)
+    ref = json.loads(mcemu(site, *run, "--scheduler", "fcfs", "--allocator", "buddy").stdout)
+    assert mine["scheduler"] == "toy-fcfs" and mine["allocator"] == "toy-buddy"
+    for k in ("completed", "mean_queueing_delay", "utilization", "observation_time"):
+        assert mine["metrics"][k] == ref["metrics"][k]  # the same decisions as the policies it copies
+    r = mcemu(site, "policies", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "toy-fcfs" in r.stdout and "toy-buddy" in r.stdout
+
+
+def test_a_sweep_on_dask_workers_finds_a_plugin(tmp_path):
+    pytest.importorskip("distributed")
+    site = make_plugin(tmp_path / "site", GOOD)
+    r = mcemu(site, "sweep", "--name", "p", "--topology", "hypercube:4", "--scheduler", "toy-fcfs,fcfs",
+              "--load", "0.6", "--time", "80", "--seeds", "2", "--dask", "local:1", "--out", tmp_path, "--json")
+    assert r.returncode == 0, r.stderr
+    pts = {p["params"]["scheduler"]: p["metrics"] for p in json.loads(r.stdout)["points"]}
+    assert pts["toy-fcfs"] == pts["fcfs"]
+
+
+@pytest.mark.parametrize("entry, words", [
+    ("lazy = mcemu_toy_plugin:ToyFCFS\n", "discipline 'lazy' is already registered"),
+    ("broken = mcemu_toy_plugin.nothing_here\n", "fails to load"),
+    ("odd = mcemu_toy_plugin:PLUGIN_TEXT\n", "fails to load"),
+])
+def test_a_bad_plugin_is_a_one_line_error(tmp_path, entry, words):
+    site = make_plugin(tmp_path / "site", entry)
+    r = mcemu(site, "simulate", "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", "--json")
+    assert r.returncode == 2, r.stdout
+    err = r.stderr.strip()
+    assert words in err and "mcemu-toy-plugin 0.1" in err and len(err.splitlines()) == 1, err
+
+
+def test_plugins_load_in_process_once_and_refuse_duplicates(tmp_path, monkeypatch):
+    """importlib.metadata in this process: registered at the first lookup, and a plugin taking a
+    name of the papers is refused, naming the plugin."""
+    from scheduler import disciplines
+
+    site = make_plugin(tmp_path / "site", "toy-fcfs-2 = mcemu_toy_plugin:ToyFCFS\n", name="mcemu-toy-two")
+    monkeypatch.syspath_prepend(str(site))
+    registry.reset_plugins()
+    try:
+        assert "toy-fcfs-2" in disciplines.names()
+        assert disciplines.REGISTRY.get("toy-fcfs-2").__name__ == "ToyFCFS"
+    finally:
+        disciplines.REGISTRY.unregister("toy-fcfs-2")
+    (site / "mcemu_toy_two-0.1.dist-info" / "entry_points.txt").write_text(
+        "[mcemu.policies]\nfcfs = mcemu_toy_plugin:ToyFCFS\n")
+    registry.reset_plugins()
+    with pytest.raises(registry.PluginError, match="'fcfs' is already registered.*rename"):
+        disciplines.REGISTRY.get("fcfs")
+    assert disciplines.REGISTRY.get("fcfs").__name__ == "FCFS"  # the paper's policy stays
+    monkeypatch.undo()
+    registry.reset_plugins()

@@ -1,0 +1,183 @@
+"""``mcemu sweep``: a TOML grid of 2 disciplines x 3 loads x 3 seeds writes the CSV, the figure and
+the report; flags give the same sweep; resume; the CI stopping rule; explicit seeds; gang and
+trace sweeps; malformed TOML and unknown policies are one-line errors before any run."""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from emulator.cli import main
+from emulator.sweep import Sweep, SweepError
+from emulator.sweep.point import scaled_jobs
+
+GRID = """\
+name = "lazy-vs-fcfs"
+topology = "hypercube:6"
+scheduler = ["lazy", "fcfs"]
+load = [0.3, 0.6, 0.9]
+service = "exponential"
+time = 300
+seeds = 3
+metric = "mean_queueing_delay"
+
+[params.lazy]
+threshold = 20
+"""
+
+
+def _csv(path: Path) -> list[dict]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def _sweep(tmp_path, *args) -> tuple[int, dict]:
+    rc = main(["sweep", *map(str, args), "--out", str(tmp_path / "out"), "--jobs", "1", "--json"])
+    return rc, {}
+
+
+def test_toml_grid_writes_csv_figure_report(tmp_path, capsys):
+    grid = tmp_path / "grid.toml"
+    grid.write_text(GRID)
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "out"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    out = tmp_path / "out" / "lazy-vs-fcfs"
+    rows = _csv(out / "results.csv")
+    delay = [r for r in rows if r["metric"] == "mean_queueing_delay"]
+    assert len(delay) == 6
+    assert {(r["scheduler"], float(r["load"])) for r in delay} == {(s, x) for s in ("lazy", "fcfs")
+                                                                  for x in (0.3, 0.6, 0.9)}
+    assert all(r["replications"] == "3" and r["capped"] == "0" for r in rows)
+    assert {r["dparams"] for r in delay if r["scheduler"] == "lazy"} == {'{"threshold": 20}'}
+    assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (out / "REPORT.md").read_text()
+    assert 'scheduler = ["lazy", "fcfs"]' in report and "| load | lazy | fcfs |" in report
+    assert "3 per point" in report
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 18 == summary["replications_computed"]
+    # the settings written beside the results run the same sweep again: all from runs.jsonl
+    assert main(["sweep", str(out / "sweep.toml"), "--out", str(tmp_path / "out"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["replications_computed"] == 0
+    assert _csv(out / "results.csv") == rows
+
+    # the same sweep from flags, on one process: the same numbers
+    assert main(["sweep", "--name", "lazy-vs-fcfs", "--topology", "hypercube:6", "--scheduler", "lazy,fcfs",
+                 "--load", "0.3,0.6,0.9", "--service", "exponential", "--time", "300", "--seeds", "3",
+                 "--out", str(tmp_path / "flags"), "--jobs", "1", "--json"]) == 0
+    capsys.readouterr()
+    flag_rows = _csv(tmp_path / "flags" / "lazy-vs-fcfs" / "results.csv")
+    lazy_fcfs = [r for r in rows if r["scheduler"] == "fcfs"]
+    assert [r for r in flag_rows if r["scheduler"] == "fcfs"] == lazy_fcfs
+
+
+@pytest.mark.parametrize("text, words", [
+    ('name = "x"\nload = [0.1, \n', "malformed TOML"),
+    ('scheduler = ["lazy", "nope"]\nload = 0.5\ntime = 100\n', "unknown discipline 'nope'"),
+    ('allocator = "frame-sliding"\ntopology = "hypercube:5"\ntime = 100\n', "does not work on hypercube:5"),
+    ('gang = ["multilevel", "nope"]\ntime = 100\n', "unknown gang policy 'nope'"),
+    ('reduction = "rsr:x"\ntime = 100\n', "rsr"),
+    ('colour = "red"\n', "unknown setting 'colour'"),
+    ('load = [0.5, -1]\ntime = 100\n', "load must be a number > 0"),
+    ('scheduler = "lazy"\ntime = 100\n[params.lazy]\nthreshold = "x"\nbogus = 1\n', "lazy"),
+    ('time = 100\nmetric = "happiness"\n', "unknown metric 'happiness'"),
+    ('load = 0.5\n', "give time"),
+])
+def test_bad_grid_is_one_line_before_any_run(tmp_path, capsys, text, words):
+    grid = tmp_path / "bad.toml"
+    grid.write_text(text)
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()  # nothing started
+
+
+def test_missing_file_and_no_settings(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "none.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["sweep"]) == 2
+    assert "GRID.toml" in capsys.readouterr().err
+
+
+def test_ci_rule_and_explicit_seeds(tmp_path, capsys):
+    assert main(["sweep", "--name", "ci", "--topology", "hypercube:5", "--scheduler", "fcfs", "--load", "0.3,0.7",
+                 "--time", "200", "--precision", "0.2", "--min-reps", "3", "--max-reps", "8",
+                 "--out", str(tmp_path), "--jobs", "1", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    for p in s["points"]:
+        m = p["metrics"]["mean_queueing_delay"]
+        assert 3 <= p["replications"] <= 8
+        assert p["capped"] == (m["ci95"] > 0.2 * abs(m["mean"]))
+        assert p["capped"] == (p["replications"] == 8) or not p["capped"]
+    assert main(["sweep", "--name", "seeded", "--topology", "hypercube:4", "--load", "0.5", "--time", "50",
+                 "--seeds", "11,12", "--out", str(tmp_path), "--jobs", "1", "--json"]) == 0
+    capsys.readouterr()
+    seeds = sorted(json.loads(ln)["seed"] for ln in (tmp_path / "seeded" / "runs.jsonl").read_text().splitlines())
+    assert seeds == [11, 12]
+
+
+def test_gang_and_mixed_sweeps(tmp_path, capsys):
+    assert main(["sweep", "--name", "g", "--topology", "hypercube:4", "--gang", "none,multilevel,round-robin",
+                 "--load", "0.4,0.8", "--time", "60", "--seeds", "2", "--out", str(tmp_path), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert {(p["params"]["scheduler"], p["params"]["gang"]) for p in s["points"]} == {
+        ("fcfs", None), (None, "multilevel"), (None, "round-robin")}
+    assert all(p["metrics"]["mean_turnaround"]["mean"] > 0 for p in s["points"])
+    report = (tmp_path / "g" / "REPORT.md").read_text()
+    assert "| load | fcfs | multilevel | round-robin |" in report
+    assert main(["sweep", "--gang", "multilevel", "--scheduler", "lazy", "--time", "60",
+                 "--out", str(tmp_path)]) == 2
+    assert "do not apply to gang runs" in capsys.readouterr().err
+
+
+SWF = "\n".join(f"{i} {10 * i} 0 {20 + i % 7} {2 ** (i % 4)} -1 -1 {2 ** (i % 4)} -1 -1 1 -1 -1 -1 -1 -1 -1 -1"
+                for i in range(1, 61)) + "\n"
+
+
+def test_trace_sweep_scales_the_load(tmp_path, capsys):
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxNodes: 16\n" + SWF)
+    assert main(["sweep", "--name", "tr", "--trace", str(trace), "--topology", "hypercube:4",
+                 "--scheduler", "fcfs,lazy", "--load", "0.4,0.8", "--out", str(tmp_path), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert len(s["points"]) == 4 and all(p["replications"] == 1 for p in s["points"])
+    for sched in ("fcfs", "lazy"):
+        lo, hi = (next(p for p in s["points"] if p["params"]["scheduler"] == sched and p["params"]["load"] == x)
+                  for x in (0.4, 0.8))
+        assert hi["metrics"]["mean_queueing_delay"]["mean"] >= lo["metrics"]["mean_queueing_delay"]["mean"]
+    # the scaling itself: offered load = processor-time asked / (nodes x span)
+    from emulator.sim import swf
+
+    jobs = list(swf.read_jobs(str(trace), "hypercube:4"))
+    scaled = scaled_jobs(jobs, "hypercube:4", 0.5)
+    span = scaled[-1].submit - scaled[0].submit
+    work = sum((1 << j.request.a if j.request.kind == "cube" else j.request.a) * j.runtime for j in scaled)
+    assert work / (16 * span) == pytest.approx(0.5)
+    assert main(["sweep", "--trace", str(trace), "--service", "exponential", "--out", str(tmp_path)]) == 2
+    assert "does not apply to a trace" in capsys.readouterr().err
+
+
+def test_sweep_on_dask_local_matches_local(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    args = ["sweep", "--name", "d", "--topology", "hypercube:5", "--scheduler", "lazy,scan-up", "--load", "0.5,0.8",
+            "--time", "150", "--seeds", "2", "--json"]
+    assert main(args + ["--out", str(tmp_path / "a"), "--jobs", "1"]) == 0
+    assert main(args + ["--out", str(tmp_path / "b"), "--dask", "local:1"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "a" / "d" / "results.csv").read_text() == (tmp_path / "b" / "d" / "results.csv").read_text()
+
+
+def test_sweep_object_api():
+    s = Sweep.from_dict({"scheduler": ["lazy", "fcfs"], "load": [0.3, 0.6], "time": 100, "seeds": 2})
+    assert len(s.points()) == 4 and s.x == "load" and s.reps == (2, 2)
+    with pytest.raises(SweepError, match="max_reps"):
+        Sweep.from_dict({"time": 10, "min_reps": 5, "max_reps": 2})
+
+
+def test_dask_not_installed_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    assert main(["sweep", "--time", "10", "--dask", "local:1", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'mcemu[dask]'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
