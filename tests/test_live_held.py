@@ -11,21 +11,21 @@ import sys
 
 import pytest
 
-from conftest import free_port, node_states, wait_for
+from conftest import node_states, wait_for
+from emulator.live import home as homemod
 
 pytestmark = pytest.mark.live
 
 
 def no_restart(cluster) -> list[str]:
-    """``--no-restart`` where the launcher restarts dead nodes by default (the test needs
-    them to stay dead until it brings one back itself)."""
-    return ["--no-restart"] if "--no-restart" in cluster.mcemu("up", "--help").stdout else []
+    """``--no-restart``: the test needs the nodes it kills to stay dead until it brings one
+    back itself."""
+    return ["--no-restart"]
 
 
 def test_minimal_stall_case_small_jobs_run_and_the_2_cube_is_held_until_a_node_returns(cluster):
-    port = free_port()
     cluster.up("--topology", "hypercube:3", "--allocator", "buddy", "--scheduler", "lazy",
-               "--time-unit", "0.05", "--listen", f"127.0.0.1:{port}", *no_restart(cluster))
+               "--time-unit", "0.05", *no_restart(cluster))
     c = cluster.client
     pids = {n: node_states(cluster)[n]["pid"] for n in (1, 5)}
     for n, pid in pids.items():
@@ -58,8 +58,9 @@ def test_minimal_stall_case_small_jobs_run_and_the_2_cube_is_held_until_a_node_r
     wait_for(lambda: all(rows()[j]["state"] == "completed" for j in small), 15, "the 1-node jobs to complete")
     assert rows()[big]["state"] == "held"
 
-    # node 1 comes back (as from another host): 0** is whole again, the 2-cube runs there
-    joiner = subprocess.Popen([sys.executable, "-m", "emulator", "node", "--connect", f"tcp://127.0.0.1:{port}",
+    # node 1 comes back (brought back by hand): 0** is whole again, the 2-cube runs there
+    joiner = subprocess.Popen([sys.executable, "-m", "emulator", "node", "--connect",
+                               homemod.control_endpoint(cluster.home),
                                "--id", "1"], env=cluster.env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     cluster.record(joiner)

@@ -293,7 +293,7 @@ def test_up_that_misses_its_deadline_stops_everything_it_started(bare_home):
     assert res["rc"] == 2, res
     assert "not ready before the deadline" in res["stderr"] and res["stderr"].count("\n") == 1, res["stderr"]
     assert res["survivors"] == [], res["survivors"]
-    assert cluster_processes(bare_home) == {"daemon": None, "launcher": None, "tree": []}
+    assert cluster_processes(bare_home) == {"daemon": None, "launcher": None, "interconnect": None, "tree": []}
     print(f"failed up and its clean-up took {time.monotonic() - t:.2f} s")
 
 
@@ -302,4 +302,4 @@ def test_up_interrupted_while_the_nodes_register_stops_everything_it_started(bar
                     interrupt_when="launcher.pid")  # while it forks the nodes or they register
     assert res["interrupted"] and res["rc"] == 130, res
     assert res["survivors"] == [], res["survivors"]
-    assert cluster_processes(bare_home) == {"daemon": None, "launcher": None, "tree": []}
+    assert cluster_processes(bare_home) == {"daemon": None, "launcher": None, "interconnect": None, "tree": []}

@@ -55,7 +55,8 @@ def test_gang_cluster_never_places_a_task_on_a_down_node(cluster):
     cluster.record()
     placed = parallel + long_seq + short_seq
     wait_for(lambda: _placed_away_from_the_victim(cluster, placed), 10, "every job placed", interval=0.05)
-    assert {_jobs(cluster, [whole])[whole]["state"]} == {"queued"}
+    w = _jobs(cluster, [whole])[whole]  # waits with the reason, as a discipline's held job does
+    assert w["state"] == "held" and w["reason"].startswith("ReqNodeNotAvail: no 3-cube without a down node"), w
     n = _nodes(cluster)[VICTIM]
     assert n["state"] == "down" and n["jobs"] == [] and n["tasks"] == [], n
     by_node = {}
@@ -71,7 +72,7 @@ def test_gang_cluster_never_places_a_task_on_a_down_node(cluster):
     done = wait_for(finished, 30, "the parallel and short sequential jobs to finish", interval=0.1)
     for j in done.values():
         assert j["state"] == "completed" and VICTIM not in j["nodes"], j
-    assert _jobs(cluster, [whole])[whole]["state"] == "queued"
+    assert _jobs(cluster, [whole])[whole]["state"] == "held"
 
     # node 5 comes back (a new process): the waiting whole-machine job and a new sequential
     # job (node 5 is the only node without one) use it

@@ -99,7 +99,8 @@ def cmd_up(args) -> int:
                        args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
                        timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
                        rt_priority=args.rt_priority, node_sched=args.node_sched, restart=not args.no_restart,
-                       max_restarts=args.max_restarts, insecure=args.insecure)
+                       max_restarts=args.max_restarts, insecure=args.insecure, network=args.network,
+                       net_dilation=args.net_dilation)
     rec = st.get("recovered")
     if args.json:
         doc = {"home": str(home), "pid": st["pid"], "config": jsonable(st["config"]), "nodes": st["nodes"],
@@ -119,8 +120,9 @@ def cmd_up(args) -> int:
         cfg = st["config"]
         policy = (f"gang {cfg['gang']} (MPL {st['gang']['mpl']})" if cfg.get("gang") and st.get("gang")
                   else f"scheduler {cfg['scheduler']}")
+        net = (f", network {cfg['network']} (dilation {cfg['net_dilation']:g})" if cfg.get("network") else "")
         print(f"cluster up in {st['startup_s']:.2f} s: {cfg['topology']} ({st['size']} nodes), "
-              f"allocator {cfg['allocator']}, {policy}, time unit {cfg['time_unit']} s; "
+              f"allocator {cfg['allocator']}, {policy}, time unit {cfg['time_unit']} s{net}; "
               f"home {home}")
     if args.rt_priority and not st.get("rt"):
         print(f"mcemu up: --rt-priority {args.rt_priority} was not permitted here (needs CAP_SYS_NICE or an "
@@ -215,11 +217,17 @@ def _parse_request(args) -> dict:
 def cmd_submit(args) -> int:
     from emulator.live.client import DaemonError
 
-    if args.runtime <= 0:
-        raise UsageError(f"--runtime must be > 0, got {args.runtime}")
+    from emulator.cli.net import pattern_job
+
+    request = _parse_request(args)
     with _client(args) as c:
+        command, runtime = pattern_job(args, request, c) if args.pattern else (args.task_command, args.runtime)
+        if runtime is None:
+            raise UsageError("--runtime is required (but for a --pattern job)")
+        if runtime <= 0:
+            raise UsageError(f"--runtime must be > 0, got {runtime}")
         try:
-            jid = c.submit(_parse_request(args), args.runtime, args.name or "", args.task_command, args.burn)
+            jid = c.submit(request, runtime, args.name or "", command, args.burn)
         except DaemonError as e:
             raise UsageError(str(e)) from None
     if args.json:
@@ -418,6 +426,10 @@ def _add_up(sub) -> None:
     p.add_argument("--detach", action="store_true",
                    help="return once the cluster is ready (on an unclosed journal: once the daemon serves)")
     p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
+    p.add_argument("--network", choices=("wormhole", "none"),
+                   help="wormhole: tasks exchange messages through an interconnect timed by the network model")
+    p.add_argument("--net-dilation", type=float, metavar="D",
+                   help="one network microsecond lasts D wall microseconds (default 1000)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_up)
 
@@ -447,8 +459,17 @@ def add_commands(sub) -> None:
     g.add_argument("--cube", type=int, help="a K-cube")
     g.add_argument("--shape", help="a WxH submesh")
     g.add_argument("--nodes", type=int, help="a processor count")
-    p.add_argument("--runtime", type=float, required=True, help="run time in model time units")
+    p.add_argument("--runtime", type=float, help="run time in model time units (required without --pattern)")
     p.add_argument("--name")
+    p.add_argument("--pattern", help="a ready-made task that runs this communication pattern (transpose, "
+                                     "diagonal, ring, ...; needs --shape and a cluster with --network)")
+    p.add_argument("--mtbs", type=float, default=0.0, help="--pattern: mean time between sends, network us (0)")
+    p.add_argument("--iterations", type=int, default=100, help="--pattern: measured messages per path (100)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="--pattern: messages per path before those measured (default a tenth of --iterations)")
+    p.add_argument("--seed", type=int, default=0, help="--pattern: seed of the computation times (0)")
+    p.add_argument("--group", help="--pattern: keep sending (unmeasured) until every job of this group is done, "
+                                   "as `mcemu net simulate` keeps every path sending")
     p.add_argument("--command", dest="task_command", help="shell command each task runs (default: a synthetic task)")
     p.add_argument("--burn", action="store_true", help="synthetic task burns CPU instead of sleeping")
     common(p)

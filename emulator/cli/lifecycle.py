@@ -11,6 +11,7 @@ by pid whatever is left after a deadline.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -27,9 +28,10 @@ FINISHED = ("completed", "failed", "cancelled")  # a job's final states; anythin
 
 
 def cluster_processes(home: Path) -> dict:
-    """The live processes of the cluster in ``home``: daemon, launcher, and the launcher's
-    descendants (nodes and their tasks)."""
+    """The live processes of the cluster in ``home``: daemon, launcher, the launcher's
+    descendants (nodes and their tasks) and the interconnect (``--network``)."""
     d = homemod.read_pidfile(home / "daemon.pid")
+    net = homemod.read_pidfile(home / "interconnect.pid")
     lch = homemod.read_pidfile(home / "launcher.pid")
     tree = []
     if lch is not None:
@@ -37,7 +39,7 @@ def cluster_processes(home: Path) -> dict:
             tree = lch.children(recursive=True)
         except psutil.Error:
             tree = []
-    return {"daemon": d, "launcher": lch, "tree": tree}
+    return {"daemon": d, "launcher": lch, "tree": tree, "interconnect": net}
 
 
 def _escalate(procs, how: str):
@@ -53,10 +55,26 @@ def _escalate(procs, how: str):
     return sent, psutil.wait_procs(procs, timeout=3)[1]
 
 
-def _spawn(argv, log: Path) -> subprocess.Popen:
+def _spawn(argv, log: Path, env=None) -> subprocess.Popen:
     with open(log, "ab") as f:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True, env=env)
+
+
+def _node_env(home: Path, cfg: dict) -> dict:
+    """The launcher's environment, which its nodes and their tasks inherit: with a network,
+    MCEMU_NET (the interconnect's endpoint, read by nodes.comm) and this mcemu on PYTHONPATH
+    (a user's ``--command`` program imports nodes.comm from anywhere); without one, no stale
+    MCEMU_NET of another cluster."""
+    env = dict(os.environ)
+    env.pop("MCEMU_NET", None)
+    if cfg.get("network"):
+        from emulator.live.interconnect import net_endpoint
+
+        root = str(Path(__file__).resolve().parents[2])
+        env["MCEMU_NET"] = net_endpoint(home)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = None, log: Path | None = None):
@@ -75,7 +93,8 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
 def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
                   heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
                   grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
-                  rt_priority=None, node_sched=None, restart=True, max_restarts=None, insecure=False) -> dict:
+                  rt_priority=None, node_sched=None, restart=True, max_restarts=None, insecure=False,
+                  network=None, net_dilation=None) -> dict:
     """Start (or complete) the cluster in ``home``; returns once it is ready. A configuration
     the daemon would refuse (an unknown name, a bad ``--param``, settings that clash with the
     journal's) is refused here, in one line, before any process starts.
@@ -100,7 +119,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
         listen, insecure = prev.get("control_tcp"), bool(prev.get("insecure"))
     cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
                               gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
-                              liveness=liveness, max_requeue=max_requeue)
+                              liveness=liveness, max_requeue=max_requeue, network=network,
+                              net_dilation=net_dilation)
     if local_nodes is not None and not 0 <= int(local_nodes) <= topo.size:
         raise UsageError(f"--local-nodes must be within 0-{topo.size} ({topo}), got {local_nodes}")
     py = sys.executable
@@ -108,7 +128,8 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
                     ("--reduction", reduction), ("--time-unit", time_unit), ("--heartbeat", heartbeat),
                     ("--liveness", liveness), ("--max-requeue", max_requeue), ("--listen", listen),
-                    ("--grace", grace), ("--gang", gang), ("--mpl", mpl), ("--rt-priority", rt_priority)):
+                    ("--grace", grace), ("--gang", gang), ("--mpl", mpl), ("--rt-priority", rt_priority),
+                    ("--network", network), ("--net-dilation", net_dilation)):
         if v is not None:
             argv += [flag, str(v)]
     argv += [a for kv in params or () for a in ("--param", kv)]
@@ -141,6 +162,15 @@ def _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeo
         started.append(dproc)
     deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
     _wait_for(lambda: homemod.read_pidfile(home / "daemon.pid"), deadline, "daemon start", dproc, dlog)
+    if cfg.get("network") and procs["interconnect"] is None:
+        # before the nodes: a task's first message finds it serving. A recovery leaves a live
+        # interconnect alone (it follows the new daemon's events) and starts one that is gone
+        ilog = home / "interconnect.log"
+        with _signals_deferred():
+            iproc = _spawn([py, "-m", "emulator.live.interconnect", "--home", str(home)], ilog)
+            started.append(iproc)
+        _wait_for(lambda: homemod.read_pidfile(home / "interconnect.pid"), deadline, "interconnect start",
+                  iproc, ilog)
     n_local = topo.size if local_nodes is None else int(local_nodes)
     lproc = None
     if procs["launcher"] is None and n_local:
@@ -157,7 +187,7 @@ def _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeo
             largv += ["--max-restarts", str(max_restarts)]
         (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
         with _signals_deferred():
-            lproc = _spawn(largv, home / "launcher.log")
+            lproc = _spawn(largv, home / "launcher.log", _node_env(home, cfg))
             started.append(lproc)
         expected = lambda: n_local  # noqa: E731
     else:  # a launcher that outlived its daemon: its nodes that are alive come back
@@ -281,7 +311,8 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
     from emulator.live.client import Client, ClientError
 
     procs = cluster_processes(home)
-    everyone = [p for p in [procs["daemon"], procs["launcher"], *procs["tree"]] if p is not None]
+    everyone = [p for p in [procs["daemon"], procs["launcher"], *procs["tree"], procs["interconnect"]]
+                if p is not None]
     pids = sorted(p.pid for p in everyone)
     if procs["daemon"] is not None:
         c = Client(home=home, timeout=3.0)
@@ -297,10 +328,13 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
         # pending is dropped, and it forwards SIGTERM to its nodes by pid
         with contextlib.suppress(psutil.Error):
             procs["launcher"].terminate()
+    if procs["interconnect"] is not None:  # by pid like the rest; its tasks are being stopped anyway
+        with contextlib.suppress(psutil.Error):
+            procs["interconnect"].terminate()
     gone, alive = psutil.wait_procs(everyone, timeout=timeout)
     terminated, alive = _escalate(alive, "terminate")
     killed, alive = _escalate(alive, "kill")
-    for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json"):
+    for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json", "interconnect.pid", "net.sock"):
         (home / f).unlink(missing_ok=True)
     return {"home": str(home), "stopped": pids, "terminated": terminated, "killed": killed,
             "was_running": bool(everyone)}

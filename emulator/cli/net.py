@@ -2,7 +2,8 @@
 
 * ``mcemu net simulate``: jobs' traffic over the wormhole model (per path, job and channel);
 * ``mcemu net predict``: the dissertation's analytic models for the same jobs;
-* ``mcemu net metrics``: SCL, ICL, internal competing level and congestion, no simulation.
+* ``mcemu net metrics``: SCL, ICL, internal competing level and congestion, no simulation;
+* ``mcemu net links``: the live cluster's channels (its interconnect), utilization per window.
 
 Jobs are ``--job PATTERN[:SHAPE]@PLACE[:KEY=VALUE...]`` (repeatable; see
 :mod:`scheduler.network.layout`) or ``--job-file F.json``. The network model is imported
@@ -173,6 +174,95 @@ def metrics(args) -> int:
     return 0
 
 
+def pattern_job(args, request: dict, client) -> tuple[str, float]:
+    """``mcemu submit --pattern``: the command of the ready-made pattern task (nodes.pattern)
+    and, unless ``--runtime`` is given, a run time estimate for the policy (the job really
+    ends when its paths have done their messages): every message contention-free plus MTBS."""
+    import inspect
+
+    from scheduler.network.patterns import pattern_pairs
+    from scheduler.network.wormhole import NetworkError, Wormhole
+
+    if "shape" in request:
+        w, h = request["shape"]
+    elif "nodes" in request:
+        w, h = request["nodes"], 1
+    else:  # a k-cube as the most square grid of its 2^k ranks (4 -> 4x4, 3 -> 4x2)
+        k = request["cube"]
+        w, h = 1 << (k + 1) // 2, 1 << k // 2
+    try:
+        pattern_pairs(args.pattern, w, h)
+    except (NetworkError, KeyError) as e:
+        from emulator.live.config import message
+
+        raise UsageError(f"--pattern: {message(e)}") from None
+    if args.iterations < 1 or (args.warmup is not None and args.warmup < 0) or not 0 <= args.mtbs < 1e9:
+        raise UsageError("--iterations must be >= 1, --warmup >= 0 and --mtbs a number of microseconds >= 0")
+    cfg = client.status()["config"]
+    if cfg.get("network") != "wormhole":
+        raise UsageError("--pattern needs a cluster with a network: mcemu up --network wormhole")
+    warmup = args.iterations // 10 if args.warmup is None else args.warmup
+    runtime = args.runtime
+    if runtime is None:
+        d = {k: v.default for k, v in inspect.signature(Wormhole).parameters.items()}  # the model's defaults
+        per = args.mtbs + d["length"] * d["flit_time"]
+        runtime = (warmup + args.iterations) * per * cfg["net_dilation"] / 1e6 / cfg["time_unit"]
+    return pattern_command(args.pattern, w, h, args.mtbs, args.iterations, warmup, args.seed, args.group), runtime
+
+
+def pattern_command(pattern: str, w: int, h: int, mtbs: float, iterations: int, warmup: int, seed: int = 0,
+                    group: str | None = None) -> str:
+    """The command line of the pattern task (nodes.pattern) on every rank of a W x H job;
+    ``group``: its paths keep sending until every job of the group has done its messages."""
+    import shlex
+
+    return (f"{shlex.quote(sys.executable)} -m nodes.pattern --shape {w}x{h} --pattern {shlex.quote(pattern)}"
+            f" --mtbs {mtbs:g} --iterations {iterations} --warmup {warmup} --seed {seed}"
+            + (f" --group {shlex.quote(group)}" if group else ""))
+
+
+def links(args) -> int:
+    """``mcemu net links``: ask the running cluster's interconnect for every channel's
+    utilization over its last window (emulator.live.interconnect.Interconnect.links)."""
+    import zmq
+
+    from emulator.live import home as homemod
+    from emulator.live import protocol as P
+
+    home = homemod.home_dir()
+    if homemod.read_pidfile(home / "interconnect.pid") is None:
+        raise UsageError(f"no interconnect runs in {home}: start the cluster with `mcemu up --network wormhole`")
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.connect(homemod.ipc_endpoint(home, "net.sock"))
+        sock.send(P.encode("net_links", id=1))
+        if not sock.poll(args.timeout * 1000):
+            raise UsageError(f"no answer from the interconnect in {args.timeout} s")
+        m = P.decode(sock.recv(), max_size=P.MAX_REPLY)
+    finally:
+        sock.close()
+    if m["type"] == "error":
+        raise UsageError(f"{m['code']}: {m['message']}")
+    doc = m["data"]
+    if args.json:
+        print_json(doc)
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{doc['topology']}: channel utilization over network time "
+                    f"{doc['window_us'][0]:.0f}-{doc['window_us'][1]:.0f} us", title_justify="left",
+              header_style="bold")
+    for col in ("channel", "from", "to", "utilization"):
+        t.add_column(col, justify="right")
+    for ch in sorted(doc["channels"], key=lambda c: -c["utilization"]):
+        t.add_row(ch["channel"], str(ch["from"]), str(ch["to"]), f"{ch['utilization']:.3f}")
+    Console().print(t)
+    print(f"{doc['messages']} messages delivered, {doc['in_flight']} in flight; dilation {doc['dilation']:g}")
+    return 0
+
+
 def _common(p) -> None:
     p.add_argument("--mesh", default=None, metavar="WxH", help="a W x H mesh (default 16x16)")
     p.add_argument("--topology", default=None, help="mesh:WxH or hypercube:N (instead of --mesh)")
@@ -211,4 +301,10 @@ def add_commands(sub) -> None:
                          description="Pattern metrics of §4.3.2 and §6.2.1 over the jobs' XY/e-cube routes.")
     _common(me)
     me.set_defaults(func=metrics)
+    li = nsub.add_parser("links", help="the live cluster's channel utilization over the last window",
+                         description="Asks the interconnect of the cluster in MCEMU_HOME (mcemu up --network "
+                                     "wormhole) for every channel's reserved fraction of its last window.")
+    li.add_argument("--json", action="store_true", help="print one JSON document")
+    li.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the interconnect")
+    li.set_defaults(func=links)
     net.set_defaults(func=lambda args: (net.print_help(), 2)[1])

@@ -14,6 +14,7 @@ Rules (``forbidden`` returns the reason or None):
   (emulator.live.manager checks the rank's node), and a node id held by a live connection of
   another principal cannot be taken over.
 * client requests need ``client``, ``admin`` or LOCAL; a node key cannot submit.
+* ``comm`` (a job's message statistics, from emulator.live.interconnect) needs LOCAL.
 * ``cancel`` of another principal's job and ``shutdown`` need ``admin`` or LOCAL; ``queue``
   hides the command of another principal's jobs from a ``client``.
 * a ``command`` task runs as the daemon's account for LOCAL and admins. For a ``client`` it runs
@@ -75,6 +76,8 @@ def forbidden(p: Principal, msg_type: str, node_types, client_types) -> str | No
         return f"{p.role} key {p.name!r} may not send node messages ({msg_type})"
     if msg_type in client_types and p.role not in CLIENT_ROLES:
         return f"{p.role} key {p.name!r} may not send client requests ({msg_type})"
+    if msg_type == "comm" and p.role != "local":  # the interconnect's reports: it runs beside the daemon
+        return f"only a local peer (the interconnect) may report communication statistics, not {p.name!r}"
     if msg_type == "shutdown" and not p.admin:
         return f"only the cluster's admin may shut it down ({p.name!r} is a {p.role})"
     return None

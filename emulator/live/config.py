@@ -15,6 +15,9 @@ params          ``--param KEY=VALUE`` of the discipline or of the gang policy, p
 time_unit       wall-clock seconds per model time unit
 heartbeat       seconds between heartbeats; ``liveness`` missed ones make a node down
 max_requeue     node faults a job survives by being requeued
+network         None, or ``wormhole``: tasks exchange messages through the interconnect
+                (emulator.live.interconnect), timed by scheduler.network.wormhole
+net_dilation    wall microseconds per network microsecond (the network runs dilated)
 ==============  =================================================================================
 
 ``resolve(journal_config, given)`` is the one merge: the daemon calls it when it starts and
@@ -29,9 +32,12 @@ from scheduler.stack import (DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE, DEFAULT_TOPO
 from scheduler.topology import parse_topology
 
 DEFAULTS = {"topology": DEFAULT_TOPOLOGY, "allocator": DEFAULT_ALLOCATOR, "scheduler": None, "reduction": None,
-            "gang": None, "params": {}, "time_unit": 1.0, "heartbeat": 0.2, "liveness": 3, "max_requeue": 1}
+            "gang": None, "params": {}, "time_unit": 1.0, "heartbeat": 0.2, "liveness": 3, "max_requeue": 1,
+            "network": None, "net_dilation": 1000.0}
+NETWORKS = ("wormhole",)
 # what a journal fixes: a restarted daemon asked for other values refuses to start
-POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "gang", "params", "time_unit")
+POLICY_KEYS = ("topology", "allocator", "scheduler", "reduction", "gang", "params", "time_unit", "network",
+               "net_dilation")
 # what a restarted daemon may change
 TUNABLE = ("heartbeat", "liveness", "max_requeue")
 # The journal's format: 2 since gang rows are quarantined and a node coming back calls the
@@ -43,7 +49,7 @@ _UNSET = object()
 
 
 def given(*, topology=None, allocator=None, scheduler=None, reduction=None, gang=None, params=(), mpl=None,
-          time_unit=None, heartbeat=None, liveness=None, max_requeue=None) -> dict:
+          time_unit=None, heartbeat=None, liveness=None, max_requeue=None, network=None, net_dilation=None) -> dict:
     """The settings a command line asks for (None: not asked). ``params`` are ``KEY=VALUE``
     strings; a bad one raises ``scheduler.stack.StackError`` (a ValueError)."""
     p = parse_params(params) if params else {}
@@ -55,7 +61,7 @@ def given(*, topology=None, allocator=None, scheduler=None, reduction=None, gang
         p["mpl"] = mpl
     return {"topology": topology, "allocator": allocator, "scheduler": scheduler, "reduction": reduction,
             "gang": gang, "params": p or None, "time_unit": time_unit, "heartbeat": heartbeat,
-            "liveness": liveness, "max_requeue": max_requeue}
+            "liveness": liveness, "max_requeue": max_requeue, "network": network, "net_dilation": net_dilation}
 
 
 def _legacy(cfg: dict) -> dict:
@@ -79,7 +85,7 @@ def resolve(journal: dict | None, asked: dict) -> dict:
     """The configuration to run with: the journal's (only ``TUNABLE`` keys may change, any
     other difference is a ValueError) or, for a new cluster, ``asked`` over the defaults."""
     asked = {k: v for k, v in asked.items() if v is not None}
-    for k in ("gang", "reduction"):
+    for k in ("gang", "reduction", "network"):
         if asked.get(k) == "none":
             asked[k] = None
     if journal:
@@ -104,6 +110,13 @@ def resolve(journal: dict | None, asked: dict) -> dict:
     if not 0.001 <= float(cfg["heartbeat"]) <= 3600 or not 1 <= int(cfg["liveness"]) <= 1000:
         raise ValueError(f"--heartbeat must be within 0.001-3600 s and --liveness within 1-1000, got "
                          f"{cfg['heartbeat']} and {cfg['liveness']}")
+    if cfg["network"] not in (None, *NETWORKS):
+        raise ValueError(f"--network must be one of {', '.join(NETWORKS)} or none, got {cfg['network']!r}")
+    d = cfg["net_dilation"]
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or not 1 <= d <= 1e9:
+        raise ValueError(f"--net-dilation must be a number of wall microseconds per network microsecond "
+                         f"within 1-1e9, got {d!r}")
+    cfg["net_dilation"] = float(d)
     if not 0 <= int(cfg["max_requeue"]) <= 1000:
         raise ValueError(f"--max-requeue must be within 0-1000, got {cfg['max_requeue']}")
     return cfg

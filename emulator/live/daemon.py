@@ -52,7 +52,7 @@ _POLLIN = int(zmq.POLLIN)
 
 
 class Daemon(ProcessorManager):
-    ALLOWED = P.NODE_TYPES | P.CLIENT_TYPES
+    ALLOWED = P.NODE_TYPES | P.CLIENT_TYPES | P.LOCAL_TYPES
 
     def __init__(self, home: Path, config: dict | None = None, listen: str | None = None,
                  grace: float = 5.0, snapshot_every: float = 1.0, fsync: bool = False, insecure: bool = False):
@@ -66,7 +66,7 @@ class Daemon(ProcessorManager):
                               "switched": self.slots.on_switched, "bye": self.on_bye}
         self.client_handlers = {"submit": self.on_submit, "cancel": self.on_cancel, "queue": self.on_queue,
                                 "nodes": self.on_nodes, "status": self.on_status, "ping": self.on_ping,
-                                "shutdown": self.on_shutdown}
+                                "shutdown": self.on_shutdown, "comm": self.on_comm}
 
     # ------------------------------------------------------------------ sockets
 
@@ -302,6 +302,8 @@ def _arguments(argv):
     ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="a discipline or gang policy parameter (scheduler.stack.parse_params)")
     ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
+    ap.add_argument("--network", help="wormhole: tasks exchange messages (emulator.live.interconnect)")
+    ap.add_argument("--net-dilation", type=float, help="wall microseconds per network microsecond")
     return ap.parse_args(argv)
 
 
@@ -326,7 +328,7 @@ def main(argv=None) -> int:
         asked = configmod.given(topology=a.topology, allocator=a.allocator, scheduler=a.scheduler,
                                 reduction=a.reduction, gang=a.gang, params=a.param, mpl=a.mpl,
                                 time_unit=a.time_unit, heartbeat=a.heartbeat, liveness=a.liveness,
-                                max_requeue=a.max_requeue)
+                                max_requeue=a.max_requeue, network=a.network, net_dilation=a.net_dilation)
         if a.listen and not a.insecure:
             from emulator.live import keys as keysmod
 

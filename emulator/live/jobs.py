@@ -18,7 +18,7 @@ ACTIVE = ("queued", "running")
 class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
-                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user")
+                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0,
                  owner=None, user=None):
@@ -41,6 +41,8 @@ class JobRec:
         # a gang policy's sequential job (decisions.Start.sequential): it runs on its node's
         # local queue, never suspended by a slot switch
         self.local = False
+        # message statistics of its tasks (emulator.live.interconnect; None: no messages)
+        self.comm = None
 
     def requeue(self) -> None:
         """Back to the queue for another attempt (its node failed): same id and submit time."""
@@ -66,7 +68,7 @@ class JobRec:
                 "attempt": self.attempt, "faults": self.faults, "submit": self.submit,
                 "start": self.start, "end": self.end, "nodes": self.nodes or None,
                 "allocation": self.allocation, "exit": self.exit, "usage": self.usage,
-                "reason": self.reason, "owner": self.owner, "user": self.user}
+                "reason": self.reason, "owner": self.owner, "user": self.user, "comm": self.comm}
 
     def view(self) -> dict:
         """One row of ``mcemu queue --json``."""

@@ -60,11 +60,12 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 """
 # columns added after the table's first form: added to an older journal when it is opened
-ADDED_COLUMNS = ("owner", "user")
+ADDED_COLUMNS = ("owner", "user", "comm")
 
 JOB_COLUMNS = ("id", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
-               "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "owner", "user")
-_JSON_COLS = {"request", "nodes", "exit", "usage"}
+               "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "owner", "user",
+               "comm")
+_JSON_COLS = {"request", "nodes", "exit", "usage", "comm"}
 
 
 class Journal:

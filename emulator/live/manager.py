@@ -405,6 +405,17 @@ class ProcessorManager:
     def on_status(self, ident, m):
         self._reply(ident, m["id"], self.status())
 
+    def on_comm(self, ident, m):
+        """A job's message statistics from the interconnect (a LOCAL peer: emulator.live.auth),
+        kept in its record and the journal's ``comm`` column, for any state (the last report
+        of a job may come after its end)."""
+        jr = self.jobs.get(m["job"])
+        if jr is None or jr.attempt != m["attempt"] or not isinstance(m["stats"], dict):
+            return self._error(ident, "bad-job", f"no attempt {m['attempt']} of job {m['job']}", m["id"])
+        jr.comm = views._jsonable(m["stats"])
+        self.journal.job(jr.row())
+        self._reply(ident, m["id"], {"job": jr.id})
+
     def on_ping(self, ident, m):
         self._reply(ident, m["id"], {"pong": True})
 

@@ -26,6 +26,16 @@ SIGSTOP, after its last SIGCONT) and the jobs it now has running and stopped.
                    submit, cancel, queue, nodes, status, shutdown, ping
   daemon -> client: ok {id, data}, error {id, code, message}
   PUB events:      job, node, snapshot
+
+The interconnect (emulator.live.interconnect, ``net.sock``) speaks the same frames with its
+own types (NET_TYPES), one payload at most MAX_PAYLOAD bytes:
+  task -> net:     net_hello {job, attempt, rank, sync, group}, net_send {id, to, data, measured},
+                   net_barrier {id, group} (answered ``ok`` when every rank of the job, or of
+                   every running job whose tasks named that ``group``, has entered it)
+  client -> net:   net_links {id}
+  net -> task:     net_welcome, net_msg {source, data, due}, net_delivered {id, delay_us, due},
+                   error {id, code, message}
+  net -> daemon:   comm {id, job, attempt, stats} (a LOCAL peer only: emulator.live.auth)
 """
 from __future__ import annotations
 
@@ -42,6 +52,7 @@ MAX_STR = 8192
 MAX_LIST = 1 << 16
 MAX_NODE = 1 << 20
 MAX_ID = (1 << 63) - 1
+MAX_PAYLOAD = 64 * 1024         # bytes of one task-to-task message (net_send.data)
 
 
 class ProtocolError(ValueError):
@@ -168,6 +179,14 @@ def _any(v):
     return v
 
 
+def _bin(maxlen):
+    def check(v):
+        if not isinstance(v, bytes) or len(v) > maxlen:
+            raise ValueError(f"must be binary of at most {maxlen} bytes")
+        return v
+    return check
+
+
 NODE = _int(0, MAX_NODE)
 JOB = _int(1, MAX_ID)
 ATTEMPT = _int(1, 1 << 20)
@@ -221,6 +240,18 @@ SCHEMAS: dict[str, dict] = {
     "job": {"job": (JOB, R), "state": (_str(32), R), "t": (_num(), R), "info": (_any, O)},
     "node": {"node": (NODE, R), "state": (_str(32), R), "t": (_num(), R), "info": (_any, O)},
     "snapshot": {"t": (_num(), R), "data": (_any, R)},
+    # the interconnect (module docstring)
+    "net_hello": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "sync": (_bool, O),
+                  "group": (_str(64, empty=False), O)},
+    "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O)},
+    "net_links": {"id": (REQ_ID, R)},
+    "net_barrier": {"id": (REQ_ID, R), "group": (_str(64, empty=False), O)},
+    "net_welcome": {"job": (JOB, R), "rank": (RANK, R), "size": (_int(1, MAX_NODE), R),
+                    "dilation": (_num(1e-6, 1e12), R), "flit_time_us": (_num(1e-9, 1e6), R),
+                    "length_flits": (_int(1, 1 << 30), R)},
+    "net_msg": {"source": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "due": (_num(), R)},
+    "net_delivered": {"id": (REQ_ID, R), "delay_us": (_num(), R), "due": (_num(), R)},
+    "comm": {"id": (REQ_ID, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "stats": (_any, R)},
 }
 
 NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "switched", "bye"})
@@ -228,6 +259,8 @@ CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutd
 TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "switch", "kill", "ack", "heartbeat",
                            "shutdown", "error"})
 EVENT_TOPICS = (b"job", b"node", b"snapshot")
+NET_TYPES = frozenset({"net_hello", "net_send", "net_links", "net_barrier"})  # what the interconnect accepts
+LOCAL_TYPES = frozenset({"comm"})  # daemon types only a LOCAL peer may send (the interconnect)
 
 
 def _ext_refused(code, data):
@@ -401,6 +434,6 @@ def error_frame(err: ProtocolError | str, message: str = "", req_id=None) -> byt
     return encode_unchecked("error", id=req_id, code=code, message=message[:MAX_STR])
 
 
-__all__ = ["VERSION", "MAX_FRAME", "MAX_WIRE", "ProtocolError", "SCHEMAS", "NODE_TYPES",
+__all__ = ["VERSION", "MAX_FRAME", "MAX_WIRE", "MAX_PAYLOAD", "NET_TYPES", "LOCAL_TYPES", "ProtocolError", "SCHEMAS", "NODE_TYPES",
            "CLIENT_TYPES", "TO_NODE_TYPES", "encode", "encode_unchecked", "encode_each", "decode", "validate", "heartbeat_frame",
            "error_frame"]

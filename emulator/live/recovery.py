@@ -91,8 +91,8 @@ def _restore_job_rows(m) -> None:
             continue
         if jr.state == "running" and row["state"] == "running" and row["attempt"] != jr.attempt:
             log.warning("journal replay: job %s attempt %s != %s", jr.id, jr.attempt, row["attempt"])
-        for k in ("state", "faults", "end", "exit", "usage", "reason"):
-            setattr(jr, k, row[k])
+        for k in ("state", "faults", "end", "exit", "usage", "reason", "comm"):
+            setattr(jr, k, row.get(k))
         if jr.state == "running":
             jr.nodes = sorted(jr.nodes)
 

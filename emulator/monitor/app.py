@@ -19,6 +19,7 @@ import sys
 import termios
 import time
 import tty
+from pathlib import Path
 
 import msgpack
 import zmq
@@ -65,6 +66,7 @@ class Feed:
 
     def __init__(self, home=None, endpoint: str | None = None, events: str | None = None, timeout: float = 5.0):
         home = homemod.home_dir() if home is None and endpoint is None else home
+        self.home = None if home is None else Path(home)  # the interconnect is local (ipc) only
         self.client = Client(endpoint, timeout=timeout, home=home)
         self.sub = zmq.Context.instance().socket(zmq.SUB)
         self.sub.setsockopt(zmq.LINGER, 0)
@@ -135,6 +137,31 @@ class Feed:
         for jid in set(ids) - {r["id"] for r in rows}:  # unknown to the daemon: stop asking
             self.state.jobs[jid].known = True
 
+    def links(self, every: float = 1.0) -> dict:
+        """The channel view's data: the interconnect's ``net_links`` (emulator.live.netlinks),
+        asked at most every ``every`` seconds; {"links": None} without an interconnect."""
+        now = time.monotonic()
+        if now - getattr(self, "_links_at", 0.0) < every:
+            return self._links
+        self._links_at = now
+        self._links = {"links": None}
+        if self.home is None or homemod.read_pidfile(self.home / "interconnect.pid") is None:
+            return self._links
+        s = zmq.Context.instance().socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        try:
+            s.connect(homemod.ipc_endpoint(self.home, "net.sock"))
+            s.send(P.encode("net_links", id=1))
+            if s.poll(200):
+                m = P.decode(s.recv(), max_size=P.MAX_REPLY)
+                if m["type"] == "ok":
+                    self._links = {"links": m["data"]}
+        except (zmq.ZMQError, P.ProtocolError):
+            pass
+        finally:
+            s.close()
+        return self._links
+
     def model_now(self) -> float:
         s = self.state
         return s.now + max(0.0, time.monotonic() - self.wall_anchor) / s.time_unit
@@ -193,6 +220,7 @@ def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | 
         poller.register(fd, zmq.POLLIN)
     period = 1.0 / fps
     paused = False
+    channels = False  # the channel view (key c)
     frozen = None
     last = None
     ctx = cbreak(fd) if fd is not None else contextlib.nullcontext()
@@ -208,6 +236,8 @@ def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | 
                     last = feed.view()
                     shown = frozen if paused else last
                     shown["title"]["paused"] = paused
+                    if channels:
+                        shown["channels"] = feed.links()
                     live.update(V.render(shown, console.width, console.height), refresh=True)
                     next_frame = now + period
                     if feed.state.shutdown:
@@ -223,6 +253,9 @@ def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | 
                     keys = os.read(fd, 64).decode(errors="ignore").lower()
                     if "q" in keys:
                         break
+                    if "c" in keys:
+                        channels = not channels
+                        next_frame = 0.0
                     if "p" in keys:
                         paused = not paused
                         frozen = feed.view()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.layout import Layout
 from rich.text import Text
 
+from emulator.monitor.view.channels import channel_panel
 from emulator.monitor.view.machine import machine_panel
 from emulator.monitor.view.panels import gang_panel, metrics_panel, running_panel
 from emulator.monitor.view.queues import queues_panel
@@ -44,6 +45,8 @@ def footer(view: dict, live: bool = True) -> Text:
         t.append(" quit  ")
         t.append("p", style="bold")
         t.append(" pause/resume  ")
+        t.append("c", style="bold")
+        t.append(" channels  ")
     t.append("u = model time unit; ELAPSED/LEFT of the job's (folded) run time")
     return t
 
@@ -57,6 +60,10 @@ def render(view: dict, width: int, height: int, live: bool = True) -> Layout:
     body_h = max(8, height - HEADER_H - FOOTER_H)
     machine = view["machine"]
     mp, mw, mh = machine_panel(machine, max(20, width - SIDE_MIN), body_h)
+    if view.get("channels") is not None:  # the channel view (key c), where it fits
+        cp, cw, ch = channel_panel(machine, view["channels"].get("links"))
+        if cw <= width - SIDE_MIN and ch <= body_h:
+            mp, mw, mh = cp, cw, ch
     side_w = _side_width(width, mw)
     gp, gh = gang_panel(view.get("gang"), side_w)
     gang_on = bool(view.get("gang"))

@@ -1,0 +1,206 @@
+"""The task API: what a ``--command`` program on a ``--network wormhole`` cluster imports to
+talk to the other tasks of its job, through the interconnect (emulator.live.interconnect),
+in the style of mpi4py where that fits::
+
+    from nodes.comm import Comm
+
+    comm = Comm()                      # this task's job, attempt and rank from MCEMU_*
+    comm.send((comm.rank + 1) % comm.size, b"hello")
+    source, data = comm.recv(timeout=10)
+
+``Comm()`` reads MCEMU_NET (the interconnect's endpoint, set by the cluster), MCEMU_JOB_ID,
+MCEMU_ATTEMPT, MCEMU_RANK and MCEMU_NODES (set by the node agent), says ``net_hello`` and
+waits for the welcome (``sync=True``: until every rank of the job has said hello, a start
+barrier). Messages from one sender arrive in the order it sent them when they take the same
+route (the model's channels are FIFO); a payload is at most protocol.MAX_PAYLOAD bytes.
+
+``send`` returns a message id as soon as the frame is queued; the interconnect refuses a bad
+send (a rank outside the job, a destination on a down node) with an error that the next call
+reading the socket (``recv``, ``wait``) raises as :class:`CommError`, naming the message.
+``wait(id)`` blocks until that message is delivered and returns its delay in network
+microseconds; ``send(..., wait=True)`` does both.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+
+import zmq
+
+from emulator.live import protocol as P
+
+
+class CommError(RuntimeError):
+    """The interconnect refused something (``code``: bad-rank, node-down, unknown-job, ...)."""
+
+    def __init__(self, code: str, message: str, msg_id=None):
+        super().__init__(f"{code}: {message}" + (f" (message {msg_id})" if msg_id is not None else ""))
+        self.code, self.msg_id = code, msg_id
+
+
+def _env(name: str) -> str:
+    v = os.environ.get(name)
+    if not v:
+        raise CommError("no-network", f"{name} is not set: run this as a task of a job on a cluster started "
+                                      f"with `mcemu up --network wormhole`")
+    return v
+
+
+class Comm:
+    def __init__(self, endpoint: str | None = None, timeout: float = 30.0, sync: bool = False,
+                 group: str | None = None):
+        self.endpoint = endpoint or _env("MCEMU_NET")
+        self.job = int(_env("MCEMU_JOB_ID"))
+        self.attempt = int(os.environ.get("MCEMU_ATTEMPT") or 1)
+        self.rank = int(_env("MCEMU_RANK"))
+        self.nodes = [int(n) for n in _env("MCEMU_NODES").split(",")]
+        self.size = len(self.nodes)
+        self.ctx = zmq.Context()
+        if os.sched_getscheduler(0) == os.SCHED_OTHER:
+            # the I/O thread at SCHED_BATCH (as the daemon's): at SCHED_NORMAL it preempts the
+            # task for each frame, and 64 tasks woken by one release burst pay that 64 times
+            self.ctx.set(zmq.THREAD_SCHED_POLICY, os.SCHED_BATCH)
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 1000)  # the last sends reach the interconnect before exit
+        self.sock.setsockopt(zmq.SNDHWM, 100_000)
+        self.sock.setsockopt(zmq.RCVHWM, 100_000)
+        self.sock.connect(self.endpoint)
+        self._ids = 0
+        self.inbox: deque = deque()  # (source, data, due)
+        self.delivered: dict[int, tuple[float, float]] = {}  # id -> (delay us, due)
+        self.barriers: set[int] = set()  # ids of completed barriers not yet seen by barrier_done
+        self.lateness: list[float] = []  # wall s between a message's due time and its arrival here
+        hello = {"group": group} if group else {}
+        self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, sync=sync, **hello))
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._read(deadline)
+            if m is None:
+                raise CommError("timeout", f"no welcome from the interconnect at {self.endpoint} in {timeout} s")
+            if m["type"] == "net_welcome":
+                break
+            if m["type"] == "error":
+                raise CommError(m["code"], m["message"])
+        self.dilation = m["dilation"]  # wall us per network us
+        self.flit_time_us, self.length_flits = m["flit_time_us"], m["length_flits"]
+
+    # mpi4py's names
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+    def send(self, dest: int, data: bytes, wait: bool = False, measured: bool = True) -> int:
+        """Send ``data`` to rank ``dest``; returns the message id (``wait``: after delivery).
+        ``measured=False``: left out of the job's statistics (a warm-up)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        self._ids += 1
+        fields = {"id": self._ids, "to": int(dest), "data": bytes(data)}
+        if not measured:
+            fields["measured"] = False
+        self.sock.send(P.encode("net_send", **fields))
+        if wait:
+            self.wait(self._ids)
+        return self._ids
+
+    def ibarrier(self, group: str | None = None) -> int:
+        """Enter the job's next barrier without waiting; done when ``barrier_done(id)``.
+        ``group`` (the one given to ``Comm``): done when every rank of every running job of
+        that group has entered one (jobs that wait for each other across the cluster)."""
+        self._ids += 1
+        self.sock.send(P.encode("net_barrier", id=self._ids, **({"group": group} if group else {})))
+        return self._ids
+
+    def barrier_done(self, bid: int) -> bool:
+        if bid in self.barriers:
+            self.barriers.discard(bid)
+            return True
+        return False
+
+    def barrier(self, timeout: float | None = None) -> None:
+        """Block until every rank of the job has called it (control traffic: not timed by
+        the network model)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        bid = self.ibarrier()
+        while not self.barrier_done(bid):
+            if self._pump(deadline) is None:
+                raise TimeoutError(f"barrier not complete within {timeout} s")
+
+    def recv(self, timeout: float | None = None) -> tuple[int, bytes]:
+        """The next message for this task: (source rank, payload). Blocks; after ``timeout``
+        seconds raises TimeoutError."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.inbox:
+            if self._pump(deadline) is None:
+                raise TimeoutError(f"no message for rank {self.rank} within {timeout} s")
+        source, data, _ = self.inbox.popleft()
+        return source, data
+
+    def wait(self, msg_id: int, timeout: float | None = None) -> float:
+        """Block until message ``msg_id`` is delivered; its delay in network microseconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while msg_id not in self.delivered:
+            if self._pump(deadline) is None:
+                raise TimeoutError(f"message {msg_id} not delivered within {timeout} s")
+        return self.delivered.pop(msg_id)[0]
+
+    def poll(self, timeout: float | None = 0.0):
+        """Read what has arrived, waiting at most ``timeout`` seconds for the first frame
+        (None: for ever); returns the message read or None (for event loops: nodes.pattern)."""
+        return self._pump(None if timeout is None else time.monotonic() + timeout)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _read(self, deadline) -> dict | None:
+        while True:
+            if deadline is None:
+                ready = self.sock.poll(-1)
+            else:
+                left = deadline - time.monotonic()
+                if left >= 0.001:
+                    # zmq_poll counts whole milliseconds: wait the whole ones, then look again
+                    ready = self.sock.poll(int(left * 1000))
+                    if not ready and deadline - time.monotonic() > 0:
+                        continue
+                else:
+                    if left > 0:  # the rest is slept, not spun (the interconnect needs the core)
+                        time.sleep(left)
+                    ready = self.sock.poll(0)
+            if not ready:
+                return None
+            try:
+                return P.decode(self.sock.recv(), max_size=P.MAX_FRAME + P.MAX_PAYLOAD)
+            except P.ProtocolError:
+                continue
+
+    def _pump(self, deadline) -> dict | None:
+        m = self._read(deadline)
+        if m is None:
+            return None
+        t = m["type"]
+        if t == "net_msg":
+            self.lateness.append(time.monotonic() - m["due"])
+            self.inbox.append((m["source"], m["data"], m["due"]))
+        elif t == "net_delivered":
+            self.delivered[m["id"]] = (m["delay_us"], m["due"])
+        elif t == "ok":
+            self.barriers.add(m["id"])
+        elif t == "error":
+            raise CommError(m["code"], m["message"], m.get("id"))
+        return m
+
+    def close(self) -> None:
+        self.sock.close()
+        self.ctx.term()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+__all__ = ["Comm", "CommError"]

@@ -1,0 +1,208 @@
+"""The live cluster's interconnect (issue 16): real processes, real messages.
+
+* a user's program sends its rank around a ring of 16 tasks: every message arrives, in order
+  per sender, payload intact; the job's statistics reach ``mcemu queue`` and the journal;
+* hostile and malformed frames on net.sock get an error reply and change nothing;
+* the interconnect's lifecycle: started by ``mcemu up --network wormhole``, left alone by a
+  daemon recovery, stopped by pid with the rest (the fixture fails on any survivor);
+* agreement: the chapter-6 layout (transpose inside, diagonal split around it) live against
+  ``mcemu net simulate`` for the same placement, MTBS and message count.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import msgpack
+import psutil
+import pytest
+import zmq
+
+from emulator.live import protocol as P
+from conftest import wait_for
+
+RING = f"{sys.executable} {Path(__file__).with_name('net_ring_prog.py')}"
+UP_4x4 = ("--topology", "mesh:4x4", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole")
+
+
+def job(cluster, jid: int) -> dict:
+    return cluster.client.queue(jobs=[jid])["jobs"][0]
+
+
+def finished(cluster, jid: int, timeout: float) -> dict:
+    return wait_for(lambda: (lambda j: j if j["state"] not in ("queued", "running") else None)(job(cluster, jid)),
+                    timeout, f"job {jid} to finish")
+
+
+def test_ring_of_16_in_order_and_intact(cluster):
+    st = cluster.up(*UP_4x4)
+    assert st["config"]["network"] == "wormhole" and st["config"]["net_dilation"] == 1000.0
+    k = 12
+    jid = cluster.client.submit({"shape": [4, 4]}, 30, name="ring", command=f"{RING} ring {k}")
+    j = finished(cluster, jid, 60)
+    assert j["state"] == "completed", (j, cluster.logs())
+    assert j["exit"] == [0] * 16
+    for rank in range(16):
+        out = (cluster.home / "output" / f"job{jid}.{rank}.out").read_text()
+        assert f"{k} messages from {(rank - 1) % 16} in order and intact" in out
+    # the interconnect's report: every message, delays of at least the contention-free time
+    j = wait_for(lambda: (lambda j: j if (j["comm"] or {}).get("count") == 16 * k else None)(job(cluster, jid)),
+                 10, "the comm report")
+    c = j["comm"]
+    assert c["messages"] == 16 * k and c["mean_delay_us"] >= c["baseline_us"] > 0
+    assert c["p95_delay_us"] >= c["mean_delay_us"] and c["slowdown"] >= 1.0
+    links = cluster.mcemu_json("net", "links")
+    assert links["topology"] == "mesh:4x4" and links["messages"] >= 16 * k
+    assert links["channels"] and all(0.0 <= ch["utilization"] <= 1.0 for ch in links["channels"])
+    cluster.down()
+    from emulator.live.journal import Journal
+
+    row = next(r for r in Journal(cluster.home / "journal.db").jobs() if r["id"] == jid)
+    assert row["comm"]["count"] == 16 * k  # the journal's comm column
+
+
+def _peer(home: Path):
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(f"ipc://{home}/net.sock")
+    return s
+
+
+def _ask(sock, frame: bytes, timeout: float = 5.0) -> dict:
+    sock.send(frame)
+    assert sock.poll(timeout * 1000), "no reply from the interconnect"
+    return msgpack.unpackb(sock.recv())
+
+
+def test_hostile_network_messages_change_nothing(cluster):
+    cluster.up(*UP_4x4)
+    net_pid = cluster_pid(cluster, "interconnect")
+    # a job whose rank 1 never connects (the test plays it); the others wait for one message
+    jid = cluster.client.submit({"shape": [4, 4]}, 60, command=f"{RING} hold --skip 1")
+    j = wait_for(lambda: (lambda j: j if j["state"] == "running" else None)(job(cluster, jid)), 20, "the job")
+    att = j["attempt"]
+    s = _peer(cluster.home)
+    try:
+        assert _ask(s, b"\xc1garbage")["code"] == "not-msgpack"
+        assert _ask(s, P.encode("submit", id=1, request={"nodes": 1}, runtime=1.0))["code"] == "unknown-type"
+        assert _ask(s, P.encode("net_send", id=2, to=0, data=b"x"))["code"] == "no-hello"
+        assert _ask(s, P.encode("net_hello", job=jid + 100, attempt=1, rank=0))["code"] == "unknown-job"
+        assert _ask(s, P.encode("net_hello", job=jid, attempt=att + 1, rank=1))["code"] == "stale-attempt"
+        assert _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=16))["code"] == "bad-rank"
+        out0 = cluster.home / "output" / f"job{jid}.0.out"
+        wait_for(lambda: out0.exists() and "ready" in out0.read_text(), 30, "rank 0's task to connect")
+        assert _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=0))["code"] == "rank-claimed"
+        welcome = _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=1))
+        assert welcome["type"] == "net_welcome" and welcome["size"] == 16
+        assert _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=2))["code"] == "already-bound"
+        assert _ask(s, P.encode("net_send", id=3, to=16, data=b"x"))["code"] == "bad-rank"
+        big = msgpack.packb({"v": 1, "type": "net_send", "id": 4, "to": 0, "data": b"x" * (P.MAX_PAYLOAD + 1)})
+        r = _ask(s, big)
+        assert r["code"] in ("bad-field", "too-large") and r["id"] == 4
+        # nothing changed: a good message still goes through, and rank 0's task gets it
+        d = _ask(s, P.encode("net_send", id=5, to=0, data=b"still here"), timeout=10)
+        assert d["type"] == "net_delivered" and d["id"] == 5 and d["delay_us"] >= 25.0
+        wait_for(lambda: "still here" in out0.read_text(), 10, "rank 0 to get the message")
+        assert cluster_pid(cluster, "interconnect") == net_pid
+    finally:
+        s.close()
+    cluster.client.cancel(jid)
+
+
+def cluster_pid(cluster, what: str) -> int | None:
+    from emulator.cli.lifecycle import cluster_processes
+
+    p = cluster_processes(cluster.home)[what]
+    return p.pid if p else None
+
+
+def test_interconnect_lifecycle_and_recovery(cluster):
+    r = cluster.mcemu("up", "--detach", "--network", "bogus", check=False)
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    r = cluster.mcemu("up", "--detach", "--network", "wormhole", "--net-dilation", "0", check=False)
+    assert r.returncode == 2 and "--net-dilation" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (cluster.home / "daemon.pid").exists()
+    cluster.up(*UP_4x4, "--net-dilation", "2000")
+    net_pid = cluster_pid(cluster, "interconnect")
+    assert net_pid and (cluster.home / "net.sock").stat().st_mode & 0o777 == 0o600
+    # the ready-made pattern task, as a user submits it; its run time comes from its messages
+    jid = cluster.mcemu_json("submit", "--shape", "4x4", "--pattern", "transpose", "--mtbs", 25,
+                             "--iterations", 10)["job"]
+    assert finished(cluster, jid, 60)["state"] == "completed"
+
+    def comm():
+        j = next(j for j in cluster.mcemu_json("queue", "--all")["jobs"] if j["id"] == jid)
+        return j["comm"] if (j["comm"] or {}).get("count") == 12 * 10 else None
+    stats = wait_for(comm, 10, "the comm report")
+    assert stats["messages"] >= 12 * 11 and stats["slowdown"] >= 1.0  # with its warm-up
+    # a daemon recovery leaves the live interconnect alone, and the statistics stay
+    os.kill(cluster.daemon_pid(), signal.SIGKILL)
+    wait_for(lambda: cluster.daemon_pid() is None, 10, "the daemon to die")
+    st = cluster.up()
+    assert "recovered" in st and st["config"]["net_dilation"] == 2000.0
+    assert cluster_pid(cluster, "interconnect") == net_pid
+    assert comm() == stats
+    # a recovery without an interconnect starts one, which carries messages
+    os.kill(cluster.daemon_pid(), signal.SIGKILL)
+    psutil.Process(net_pid).kill()
+    wait_for(lambda: cluster.daemon_pid() is None and cluster_pid(cluster, "interconnect") is None, 10, "both dead")
+    cluster.up()
+    new = cluster_pid(cluster, "interconnect")
+    assert new and new != net_pid
+    jid = cluster.client.submit({"shape": [4, 4]}, 30, command=f"{RING} ring 2")
+    assert finished(cluster, jid, 60)["state"] == "completed"
+    res = cluster.down()
+    assert new in res["stopped"] and not (cluster.home / "interconnect.pid").exists()
+
+
+def test_pattern_on_a_hypercube(cluster):
+    cluster.up("--topology", "hypercube:4", "--allocator", "buddy", "--scheduler", "fcfs", "--network", "wormhole")
+    jid = cluster.mcemu_json("submit", "--cube", "4", "--pattern", "transpose", "--iterations", "5")["job"]
+    assert finished(cluster, jid, 60)["state"] == "completed"
+    j = wait_for(lambda: (lambda j: j if (j["comm"] or {}).get("count") == 12 * 5 else None)(job(cluster, jid)),
+                 10, "the comm report")
+    assert j["comm"]["mean_delay_us"] >= j["comm"]["baseline_us"] > 25.0
+
+
+def test_pattern_submit_needs_a_network(cluster):
+    cluster.up("--topology", "mesh:4x4", "--allocator", "first-fit", "--scheduler", "fcfs")
+    r = cluster.mcemu("submit", "--shape", "4x4", "--pattern", "transpose", check=False)
+    assert r.returncode == 2 and "--network wormhole" in r.stderr
+    r = cluster.mcemu("submit", "--shape", "4x2", "--pattern", "transpose", check=False)
+    assert r.returncode == 2 and "square" in r.stderr
+    assert cluster_pid(cluster, "interconnect") is None
+
+
+@pytest.mark.parametrize("mtbs", [25.0])
+def test_agreement_with_net_simulate_chapter6(cluster, tmp_path, mtbs):
+    from emulator.cli.net import pattern_command
+    from emulator.live import ch6
+
+    n, warm = 200, 20
+    cluster.up("--topology", ch6.TOPOLOGY, "--allocator", "naive", "--scheduler", "fcfs", "--network", "wormhole")
+    # one group: each job keeps sending until both have done their messages, as every path of
+    # `mcemu net simulate` does
+    placed = ch6.place(cluster.client,
+                       ({"shape": [4, 4]}, pattern_command("transpose", 4, 4, mtbs, n, warm, group="ch6")),
+                       ({"shape": [4, 4]}, pattern_command("diagonal", 4, 4, mtbs, n, warm, group="ch6")))
+    want = {placed["inside"]: 12 * n, placed["outside"]: 4 * n}  # paths x measured messages
+
+    def done():
+        js = cluster.client.queue(jobs=list(want))["jobs"]
+        ok = all(j["state"] not in ("queued", "running") and (j["comm"] or {}).get("count") == want[j["id"]]
+                 for j in js)
+        return js if ok else None
+    live = {j["name"]: j for j in wait_for(done, 180, "both jobs and their reports", interval=0.5)}
+    assert all(j["state"] == "completed" for j in live.values()), live
+    f = tmp_path / "jobs.json"
+    f.write_text(json.dumps(ch6.job_file(placed["nodes"], {"inside": mtbs, "outside": mtbs})))
+    sim = cluster.mcemu_json("net", "simulate", "--mesh", "8x8", "--job-file", f, "--messages", n,
+                             "--warmup", warm)
+    for s in sim["jobs"]:
+        got = live[s["name"]]["comm"]["mean_delay_us"]
+        assert abs(got / s["mean_delay_us"] - 1) < 0.10, (s["name"], got, s["mean_delay_us"])
+    for b in placed["blockers"]:
+        cluster.client.cancel(b)

@@ -1,0 +1,140 @@
+"""The interconnect's and the daemon's network handlers driven in memory (no sockets bound):
+refusals change nothing. The live behaviour is tests/test_live_net.py."""
+from __future__ import annotations
+
+import pytest
+
+from emulator.live import auth
+from emulator.live import config as configmod
+from emulator.live import protocol as P
+from emulator.live.daemon import Daemon
+from emulator.live.interconnect import Interconnect
+from emulator.live.netjobs import Jobs, p95
+
+
+class Capture(Interconnect):
+    """An interconnect whose replies are kept instead of sent."""
+
+    def __init__(self, tmp_path):
+        super().__init__(tmp_path, {"topology": "mesh:4x4", "net_dilation": 1000.0})
+        self.sent = []
+
+    def _send(self, ident, frame):
+        self.sent.append((ident, P.decode(frame, max_size=P.MAX_REPLY)))
+        return True
+
+
+def _hello(ic, ident, rank, job=7, attempt=1):
+    ic.on_hello(ident, {"type": "net_hello", "job": job, "attempt": attempt, "rank": rank}, 0.0)
+    return ic.sent[-1][1]
+
+
+def test_send_to_a_down_node_is_refused_and_nothing_is_injected(tmp_path):
+    ic = Capture(tmp_path)
+    ic.jobs.start(7, 1, [0, 1, 2, 3])
+    assert _hello(ic, b"a", 0)["type"] == "net_welcome"
+    ic.on_event(b"node", {"node": 2, "state": "down", "t": 0.0})
+    ic.on_send(b"a", {"id": 5, "to": 2, "data": b"x"}, 0.0)
+    err = ic.sent[-1][1]
+    assert err["type"] == "error" and err["code"] == "node-down" and err["id"] == 5 and "node 2" in err["message"]
+    assert ic.net.sent == 0 and not ic.msgs
+    ic.on_event(b"node", {"node": 2, "state": "idle", "t": 0.0})
+    ic.on_send(b"a", {"id": 6, "to": 2, "data": b"x"}, 0.0)
+    assert ic.net.sent == 1
+
+
+def test_delivery_timing_and_statistics(tmp_path):
+    ic = Capture(tmp_path)
+    ic.t0 = 0.0
+    ic.jobs.start(7, 1, [0, 1, 2, 3])
+    _hello(ic, b"a", 0)
+    _hello(ic, b"b", 3)
+    ic.on_send(b"a", {"id": 1, "to": 3, "data": b"payload"}, 0.0)  # 3 hops: (3 + 499) flits
+    ic.advance(0.001)
+    due = ic.releases[0][0]
+    assert due == pytest.approx(502 * 0.05 * 1000 / 1e6)  # 25.1 ms of wall time at dilation 1000
+    ic.release(due - 1e-6)
+    assert len(ic.sent) == 2  # the two welcomes: nothing before its time
+    ic.release(due)
+    got = {ident: m for ident, m in ic.sent[2:]}
+    assert got[b"b"] == {"v": 1, "type": "net_msg", "source": 0, "data": b"payload", "due": due}
+    assert got[b"a"]["type"] == "net_delivered" and got[b"a"]["delay_us"] == pytest.approx(25.1)
+    st = ic.jobs.jobs[7].stats()
+    assert st["count"] == 1 and st["slowdown"] == pytest.approx(1.0) and st["baseline_us"] == pytest.approx(25.1)
+
+
+def test_claims_barrier_and_job_end(tmp_path):
+    ic = Capture(tmp_path)
+    ic.jobs.start(7, 1, [0, 1])
+    assert _hello(ic, b"a", 0)["type"] == "net_welcome"
+    assert _hello(ic, b"x", 0)["code"] == "rank-claimed"
+    assert _hello(ic, b"a", 1)["code"] == "already-bound"
+    assert _hello(ic, b"y", 2)["code"] == "bad-rank"
+    assert _hello(ic, b"y", 1, attempt=2)["code"] == "stale-attempt"
+    _hello(ic, b"b", 1)
+    ic.on_barrier(b"a", {"id": 10})
+    n = len(ic.sent)
+    ic.on_barrier(b"b", {"id": 20})
+    assert sorted((i, m["id"]) for i, m in ic.sent[n:]) == [(b"a", 10), (b"b", 20)]
+    ic.on_event(b"job", {"job": 7, "state": "requeued", "t": 0.0, "info": {"nodes": [], "attempt": 1}})
+    ic.on_send(b"a", {"id": 1, "to": 1, "data": b""}, 0.0)
+    assert ic.sent[-1][1]["code"] == "no-hello"  # the job's connections are forgotten
+
+
+def test_group_barrier_waits_for_every_job_of_the_group(tmp_path):
+    ic = Capture(tmp_path)
+    for jid, idents in ((1, (b"a", b"b")), (2, (b"c",))):
+        ic.jobs.start(jid, 1, list(range(len(idents))))
+        for rank, ident in enumerate(idents):
+            ic.on_hello(ident, {"type": "net_hello", "job": jid, "attempt": 1, "rank": rank, "group": "g"}, 0.0)
+    n = len(ic.sent)
+    ic.on_barrier(b"a", {"id": 1, "group": "g"})
+    ic.on_barrier(b"b", {"id": 2, "group": "g"})
+    assert len(ic.sent) == n  # job 1 is done, job 2 is not
+    ic.on_barrier(b"c", {"id": 3, "group": "x"})
+    assert ic.sent[-1][1]["code"] == "bad-group"
+    ic.on_barrier(b"c", {"id": 4, "group": "g"})
+    assert sorted((i, m["id"]) for i, m in ic.sent[n + 1:]) == [(b"a", 1), (b"b", 2), (b"c", 4)]
+    # a job of the group that ends releases the others
+    ic.on_barrier(b"a", {"id": 5, "group": "g"})
+    ic.on_barrier(b"b", {"id": 6, "group": "g"})
+    n = len(ic.sent)
+    ic.on_event(b"job", {"job": 2, "state": "cancelled", "t": 0.0, "info": {"nodes": [0], "attempt": 1}})
+    assert sorted((i, m["id"]) for i, m in ic.sent[n:]) == [(b"a", 5), (b"b", 6)]
+
+
+def test_jobs_p95_nearest_rank():
+    assert p95(range(1, 101)) == 95 and p95([3.0]) == 3.0
+    j = Jobs()
+    j.start(1, 1, [5])
+    assert j.start(1, 1, [5]) is None and j.start(1, 2, [6]).attempt == 1
+
+
+def test_comm_report_is_local_only_and_checked(tmp_path):
+    d = Daemon(tmp_path, {"topology": "mesh:4x4", "allocator": "first-fit", "scheduler": "fcfs"})
+    try:
+        d.handle([b"i", P.encode("comm", id=1, job=99, attempt=1, stats={"count": 1})])
+        err = P.decode(d.outbox[-1][1], max_size=P.MAX_REPLY)
+        assert err["code"] == "bad-job" and err["id"] == 1
+        d.peers[b"k"] = auth.Principal("bob", "client")  # a CURVE client key over tcp
+        d.handle([b"k", P.encode("comm", id=2, job=99, attempt=1, stats={})])
+        err = P.decode(d.outbox[-1][1], max_size=P.MAX_REPLY)
+        assert err["code"] == "forbidden" and "interconnect" in err["message"]
+        assert not d.jobs
+    finally:
+        d.journal.close()
+
+
+@pytest.mark.parametrize("bad,word", [({"network": "ethernet"}, "--network"), ({"net_dilation": 0}, "--net-dilation"),
+                                      ({"net_dilation": float("inf")}, "--net-dilation")])
+def test_network_settings_refused_in_one_line(bad, word):
+    with pytest.raises(ValueError, match=word):
+        configmod.resolve(None, configmod.given(**bad))
+
+
+def test_network_settings_are_fixed_by_the_journal():
+    cfg = configmod.resolve(None, configmod.given(network="wormhole", net_dilation=500))
+    assert configmod.resolve(cfg, configmod.given())["net_dilation"] == 500.0
+    with pytest.raises(ValueError, match="net_dilation"):
+        configmod.resolve(cfg, configmod.given(net_dilation=100))
+    assert configmod.resolve({"topology": "hypercube:4"}, configmod.given())["network"] is None  # older journals
