@@ -206,3 +206,20 @@ def test_agreement_with_net_simulate_chapter6(cluster, tmp_path, mtbs):
         assert abs(got / s["mean_delay_us"] - 1) < 0.10, (s["name"], got, s["mean_delay_us"])
     for b in placed["blockers"]:
         cluster.client.cancel(b)
+
+
+def test_workload_streams_pattern_jobs_whose_run_time_comes_from_their_messages(cluster):
+    cluster.up("--topology", "hypercube:3", "--allocator", "buddy", "--scheduler", "fcfs", "--network", "wormhole")
+    # uniform cube sizes draw 1- and 3-cubes (2x1, 4x2): no transpose for them, nothing submitted
+    r = cluster.mcemu("workload", "--jobs", "6", "--load", "0.5", "--pattern", "transpose", check=False)
+    assert r.returncode == 2 and "transpose needs a square job" in r.stderr and r.stderr.count("\n") == 1
+    assert cluster.client.queue(all=True)["jobs"] == []
+    ids = cluster.mcemu_json("workload", "--jobs", "4", "--load", "0.5", "--pattern", "ring", "--iterations", "5",
+                             "--warmup", "0")["jobs"]
+    for jid in ids:
+        assert finished(cluster, jid, 60)["state"] == "completed"
+    for jid in ids:
+        j = wait_for(lambda: (lambda j: j if j["comm"] is not None or len(j["nodes"]) == 1 else None)(job(cluster, jid)),
+                     10, "the comm report")
+        n = len(j["nodes"])
+        assert n == 1 or j["comm"]["count"] == n * 5, j  # a ring of n ranks: n paths of 5 messages

@@ -297,18 +297,39 @@ def cmd_workload(args) -> int:
         jobs = workload_jobs(st["config"]["topology"], args.jobs, args.load, args.size_dist, args.service, args.seed,
                              args.service_mean)
         unit = st["config"]["time_unit"]
+        tasks = _pattern_tasks(args, jobs, c) if args.pattern else [(None, j["runtime"]) for j in jobs]
         t0 = time.monotonic()
         ids = []
-        for j in jobs:
+        for j, (command, runtime) in zip(jobs, tasks):
             delay = t0 + j["at"] * unit - time.monotonic()
             if delay > 0:
                 time.sleep(delay)  # streaming at the workload's own arrival times
-            ids.append(c.submit(j["request"], j["runtime"], j.get("name", "")))
+            j["runtime"] = runtime
+            ids.append(c.submit(j["request"], runtime, j.get("name", ""), command=command))
             if not args.json:
                 print(f"submitted job {ids[-1]} {j['request']} runtime {j['runtime']:.3g}", flush=True)
     if args.json:
         print_json({"jobs": ids, "submitted": len(ids)})
     return 0
+
+
+def _pattern_tasks(args, jobs, client) -> list:
+    """``workload --pattern``: every job runs the ready-made pattern task (emulator.cli.net
+    ``pattern_job``), its run time set by its messages; all checked before the first submit
+    (a pattern that does not fit a drawn shape is a one-line error, nothing is submitted)."""
+    from types import SimpleNamespace
+
+    from emulator.cli.net import pattern_job
+
+    out = []
+    for i, j in enumerate(jobs):
+        a = SimpleNamespace(pattern=args.pattern, mtbs=args.mtbs, iterations=args.iterations, warmup=args.warmup,
+                            seed=args.seed * 1_000_003 + i, group=None, runtime=None)
+        try:
+            out.append(pattern_job(a, j["request"], client))
+        except UsageError as e:
+            raise UsageError(f"job {i + 1} of the stream ({j['request']}): {e}") from None
+    return out
 
 
 WAIT_POLL = 0.2  # seconds between two looks at the jobs
@@ -496,6 +517,11 @@ def add_commands(sub) -> None:
     p.add_argument("--service", help="service time distribution (default uniform)")
     p.add_argument("--service-mean", type=float, help="mean service time in model units (default 5)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the stream (default 0)")
+    p.add_argument("--pattern", help="every job runs this communication pattern (`mcemu submit --pattern`; needs "
+                                     "`up --network wormhole`): its run time comes from its messages")
+    p.add_argument("--mtbs", type=float, default=0.0, help="--pattern: mean time between sends, network us (0)")
+    p.add_argument("--iterations", type=int, default=100, help="--pattern: measured messages per path (100)")
+    p.add_argument("--warmup", type=int, help="--pattern: messages per path before those measured (a tenth)")
     common(p)
     p.set_defaults(func=cmd_workload)
 

@@ -159,7 +159,10 @@ class Interconnect:
         elif t == "net_barrier":
             self.on_barrier(ident, m)
         else:
-            self._send(ident, P.encode_unchecked("ok", id=m["id"], data=self.links.doc(self.dilation)))
+            doc = self.links.doc(self.dilation)
+            # each running job's statistics so far: the monitor's running table shows the mean delay
+            doc["jobs"] = {str(j.id): j.stats() for j in self.jobs.jobs.values()}
+            self._send(ident, P.encode_unchecked("ok", id=m["id"], data=doc))
 
     def on_hello(self, ident, m, now):
         j, code, why = self.jobs.hello(ident, m)

@@ -171,6 +171,16 @@ class Feed:
                                stale=time.monotonic() - self.last_event > STALE_AFTER)
 
 
+def _with_delays(view: dict, links: dict | None) -> None:
+    """Each running job's mean message delay so far (network us) from the interconnect's
+    ``net_links`` reply, beside it in the running table."""
+    jobs = (links or {}).get("jobs") or {}
+    for r in view["running"]:
+        st = jobs.get(str(r["id"]))
+        if st and st.get("mean_delay_us") is not None:
+            r["delay_us"] = st["mean_delay_us"]
+
+
 @contextlib.contextmanager
 def cbreak(fd):
     """stdin in cbreak mode (keys arrive one by one, no echo), restored on exit."""
@@ -189,6 +199,7 @@ def once(home=None, endpoint=None, width: int | None = None, as_json: bool = Fal
     try:
         s = feed.sync()
         view = s.view(s.now)
+        _with_delays(view, feed.links().get("links"))
     finally:
         feed.close()
     if as_json:
@@ -236,8 +247,10 @@ def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | 
                     last = feed.view()
                     shown = frozen if paused else last
                     shown["title"]["paused"] = paused
+                    links = feed.links()
                     if channels:
-                        shown["channels"] = feed.links()
+                        shown["channels"] = links
+                    _with_delays(shown, links.get("links"))
                     live.update(V.render(shown, console.width, console.height), refresh=True)
                     next_frame = now + period
                     if feed.state.shutdown:

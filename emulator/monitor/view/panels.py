@@ -17,14 +17,20 @@ def running_panel(running: list, width: int, max_h: int, time_unit: float) -> tu
     t.add_column("ALLOCATION", no_wrap=True, overflow="ellipsis", max_width=max(8, width - 34))
     t.add_column("ELAPSED", justify="right", no_wrap=True)
     t.add_column("LEFT", justify="right", no_wrap=True)
+    delays = any("delay_us" in r for r in running)  # jobs that communicate (--network wormhole)
+    if delays:
+        t.add_column("DELAY", justify="right", no_wrap=True)
     rows = max(1, max_h - 3)
     show = running if len(running) <= rows else running[:rows - 1]
     for r in show:
         jid = r["id"]
         style = f"black on {job_colour(jid)}" if r["state"] == "running" else f"bold {job_colour(jid)} on {SUSP_BG}"
-        t.add_row(Text(f"{jid:>3}" + ("z" if r["state"] == "suspended" else ""), style=style),
-                  r.get("request") or "-", r.get("allocation") or f"{r['nodes']} nodes",
-                  _dur(r.get("elapsed")), _dur(r.get("remaining")))
+        cells = [Text(f"{jid:>3}" + ("z" if r["state"] == "suspended" else ""), style=style),
+                 r.get("request") or "-", r.get("allocation") or f"{r['nodes']} nodes",
+                 _dur(r.get("elapsed")), _dur(r.get("remaining"))]
+        if delays:
+            cells.append(f"{r['delay_us']:.0f} us" if "delay_us" in r else "-")
+        t.add_row(*cells)
     parts = [t]
     if len(show) < len(running):
         parts.append(Text(f"… {len(running) - len(show)} more running", style="dim"))
