@@ -70,7 +70,9 @@ class Comm:
         self.inbox: deque = deque()  # (source, data, due)
         self.delivered: dict[int, tuple[float, float]] = {}  # id -> (delay us, due)
         self.barriers: set[int] = set()  # ids of completed barriers not yet seen by barrier_done
-        self.lateness: list[float] = []  # wall s between a message's due time and its arrival here
+        # wall s between a message's due time and its hand-over to the program (recv, or take):
+        # the interconnect sends it a little ahead with its due time, and it is held until then
+        self.lateness: list[float] = []
         hello = {"group": group} if group else {}
         self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, sync=sync, **hello))
         deadline = time.monotonic() + timeout
@@ -133,17 +135,30 @@ class Comm:
         """The next message for this task: (source rank, payload). Blocks; after ``timeout``
         seconds raises TimeoutError."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.inbox:
-            if self._pump(deadline) is None:
+        while not self.inbox or self.inbox[0][2] > time.monotonic():
+            hold = self.inbox[0][2] if self.inbox else None  # the head arrived ahead of its time
+            until = hold if deadline is None else (deadline if hold is None else min(hold, deadline))
+            if self._pump(until) is None and deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"no message for rank {self.rank} within {timeout} s")
-        source, data, _ = self.inbox.popleft()
+        return self.take()
+
+    def take(self) -> tuple[int, bytes]:
+        """The first message of the inbox, due now (an event loop's recv: see nodes.pattern)."""
+        source, data, due = self.inbox.popleft()
+        self.lateness.append(time.monotonic() - due)
         return source, data
+
+    def due(self) -> float | None:
+        """When the first message of the inbox is due (monotonic seconds), None when empty."""
+        return self.inbox[0][2] if self.inbox else None
 
     def wait(self, msg_id: int, timeout: float | None = None) -> float:
         """Block until message ``msg_id`` is delivered; its delay in network microseconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while msg_id not in self.delivered:
-            if self._pump(deadline) is None:
+        while msg_id not in self.delivered or self.delivered[msg_id][1] > time.monotonic():
+            hold = self.delivered[msg_id][1] if msg_id in self.delivered else None
+            until = hold if deadline is None else (deadline if hold is None else min(hold, deadline))
+            if self._pump(until) is None and deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"message {msg_id} not delivered within {timeout} s")
         return self.delivered.pop(msg_id)[0]
 
@@ -182,7 +197,6 @@ class Comm:
             return None
         t = m["type"]
         if t == "net_msg":
-            self.lateness.append(time.monotonic() - m["due"])
             self.inbox.append((m["source"], m["data"], m["due"]))
         elif t == "net_delivered":
             self.delivered[m["id"]] = (m["delay_us"], m["due"])

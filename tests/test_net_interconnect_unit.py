@@ -8,7 +8,7 @@ from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live.daemon import Daemon
-from emulator.live.interconnect import Interconnect
+from emulator.live.interconnect import AHEAD, Interconnect
 from emulator.live.netjobs import Jobs, p95
 
 
@@ -53,9 +53,9 @@ def test_delivery_timing_and_statistics(tmp_path):
     ic.advance(0.001)
     due = ic.releases[0][0]
     assert due == pytest.approx(502 * 0.05 * 1000 / 1e6)  # 25.1 ms of wall time at dilation 1000
-    ic.release(due - 1e-6)
-    assert len(ic.sent) == 2  # the two welcomes: nothing before its time
-    ic.release(due)
+    ic.release(due - AHEAD - 1e-6)
+    assert len(ic.sent) == 2  # the two welcomes: nothing before its time less AHEAD
+    ic.release(due - AHEAD)  # handed over ahead, with its due time (nodes.comm holds it)
     got = {ident: m for ident, m in ic.sent[2:]}
     assert got[b"b"] == {"v": 1, "type": "net_msg", "source": 0, "data": b"payload", "due": due}
     assert got[b"a"]["type"] == "net_delivered" and got[b"a"]["delay_us"] == pytest.approx(25.1)
@@ -138,3 +138,48 @@ def test_network_settings_are_fixed_by_the_journal():
     with pytest.raises(ValueError, match="net_dilation"):
         configmod.resolve(cfg, configmod.given(net_dilation=100))
     assert configmod.resolve({"topology": "hypercube:4"}, configmod.given())["network"] is None  # older journals
+
+
+def test_comm_hands_a_message_sent_ahead_over_at_its_due_time(tmp_path, monkeypatch):
+    """The interconnect sends up to AHEAD early with the due time; recv and wait hold it."""
+    import threading
+    import time
+
+    import zmq
+
+    from nodes.comm import Comm
+
+    ep = f"ipc://{tmp_path}/net.sock"
+    for k, v in {"MCEMU_JOB_ID": "7", "MCEMU_ATTEMPT": "1", "MCEMU_RANK": "0", "MCEMU_NODES": "0,1"}.items():
+        monkeypatch.setenv(k, v)
+    ctx = zmq.Context.instance()
+    r = ctx.socket(zmq.ROUTER)
+    r.setsockopt(zmq.LINGER, 0)
+    r.bind(ep)
+    got = {}
+
+    def serve():
+        ident, frame = r.recv_multipart()
+        got["hello"] = P.decode(frame)
+        r.send_multipart([ident, P.encode("net_welcome", job=7, rank=0, size=2, dilation=1000.0, flit_time_us=0.05,
+                                          length_flits=500)])
+        ident, frame = r.recv_multipart()  # the net_send
+        due = time.monotonic() + 0.05
+        got["due"] = due
+        r.send_multipart([ident, P.encode("net_msg", source=1, data=b"early", due=due)])
+        r.send_multipart([ident, P.encode("net_delivered", id=1, delay_us=25.0, due=due + 0.02)])
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        with Comm(ep, timeout=5) as c:
+            mid = c.send(1, b"x")
+            with pytest.raises(TimeoutError):
+                c.recv(timeout=0.01)  # it may have arrived, but it is not due yet
+            assert c.recv(timeout=5) == (1, b"early")
+            assert time.monotonic() >= got["due"] and 0 <= c.lateness[0] < 0.02
+            assert c.wait(mid, timeout=5) == 25.0 and time.monotonic() >= got["due"] + 0.02
+    finally:
+        t.join(5)
+        r.close()
+    assert got["hello"]["type"] == "net_hello"
