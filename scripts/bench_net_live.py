@@ -7,8 +7,9 @@ Prints, with its method:
    the pattern task (``all-to-all`` at MTBS 0: every task keeps 63 paths busy); the rate is
    the interconnect's delivered count over a window of wall time in the job's steady part
    (read from ``mcemu net links`` twice);
-2. the delivery-time error against the model: for every message a task received, its arrival
-   (CLOCK_MONOTONIC in the task) minus the wall time the model gave for its delivery
+2. the delivery-time error against the model: for every message a task received, its
+   hand-over to the program (CLOCK_MONOTONIC in the task; the interconnect sends it up to
+   10 ms ahead and nodes.comm holds it until due) minus the wall time the model gave for its delivery
    (``due``), p50 and p99 in wall microseconds and as a share of a contention-free message's
    dilated time, at the default dilation, from the chapter-6 agreement run (32 tasks);
 3. the smallest dilation at which agreement holds: the chapter-6 layout (transpose inside,
