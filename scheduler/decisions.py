@@ -59,6 +59,23 @@ class Start:
         return tuple(sorted(self.allocation.nodes))
 
 
+# Start(job, allocation, time) for the disciplines' hot paths (issue 18): the same frozen
+# object, its five slots set through their descriptors instead of the dataclass __init__'s
+# object.__setattr__ calls (about half the cost of a start).
+_SET_START = tuple(Start.__dict__[f].__set__ for f in ("job", "allocation", "time", "row", "node"))
+
+
+def new_start(job: Job, allocation, time: float, _new=object.__new__, _cls=Start, _set=_SET_START) -> Start:
+    """``Start(job, allocation, time)``, equal in every way, made faster."""
+    s = _new(_cls)
+    _set[0](s, job)
+    _set[1](s, allocation)
+    _set[2](s, time)
+    _set[3](s, None)
+    _set[4](s, None)
+    return s
+
+
 @dataclass(frozen=True, slots=True)
 class Finish:
     """``job_id`` left at ``time``: its nodes are released."""
@@ -125,4 +142,4 @@ class Policy(Protocol):
     def snapshot(self) -> dict: ...
 
 
-__all__ = ["Decision", "Finish", "Policy", "SlotSwitch", "Start"]
+__all__ = ["Decision", "Finish", "Policy", "SlotSwitch", "Start", "new_start"]

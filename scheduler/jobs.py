@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from scheduler.topology import Request
 
 
+_INF = float("inf")
+
+
 class JobError(ValueError):
     """A malformed job: negative or non-finite times, a duplicate id, an unknown id."""
 
@@ -26,6 +29,12 @@ class Job:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        # the checks below, answered at once for the usual job: float times, finite, submit
+        # >= 0 and run time > 0, a Request (issue 18: a trace replay makes every job here)
+        s, r = self.submit, self.runtime
+        if type(s) is float and type(r) is float and 0.0 <= s < _INF and 0.0 < r < _INF \
+                and type(self.request) is Request:
+            return
         check_time(self.submit, "submit time")
         if not isinstance(self.runtime, (int, float)) or not math.isfinite(self.runtime) or self.runtime <= 0:
             raise JobError(f"job {self.id}: run time must be a positive number, got {self.runtime!r}")

@@ -37,6 +37,13 @@ from scheduler.topology import parse_topology
 DEFAULT_TOPOLOGY = "hypercube:4"
 DEFAULT_ALLOCATOR = "buddy"
 DEFAULT_DISCIPLINE = {"live": "lazy", "simulate": "fcfs"}
+# A driver's defaults for a policy's parameters, under what the user gives. The live
+# cluster's lazy checks its starvation threshold at every event and on a timer: the papers
+# check it only when a job leaves (the simulator's default, scheduler.disciplines.lazy gap
+# 4), which on a cluster with idle nodes and no job about to leave keeps jobs waiting that
+# whoever watches it expects to run (issue 19's stall case: 1-node jobs behind a 2-cube the
+# down nodes keep out). ``mcemu up --param threshold_check=release`` runs the papers' reading.
+DEFAULT_PARAMS = {"live": {"lazy": {"threshold_check": "event"}}}
 
 _TRUE = ("true", "yes", "on")
 _FALSE = ("false", "no", "off")
@@ -198,6 +205,7 @@ def build(config: StackConfig) -> Stack:
             return Stack(config, topo, policy, down, True)
         alloc = Quarantine(allocators.create(config.allocator, topo), down)
         chain = reduction.wrap(alloc, config.reduction)
+        params = {**DEFAULT_PARAMS.get(config.driver, {}).get(config.discipline, {}), **params}
         policy = disciplines.create(config.discipline, topo, chain, **params)
         return Stack(config, topo, policy, down, False)
     except TypeError as e:  # a keyword (--param) the policy's constructor does not take
@@ -205,5 +213,5 @@ def build(config: StackConfig) -> Stack:
         raise StackError(f"{what}: {e}") from None
 
 
-__all__ = ["DEFAULT_ALLOCATOR", "DEFAULT_DISCIPLINE", "DEFAULT_TOPOLOGY", "Stack", "StackConfig",
+__all__ = ["DEFAULT_ALLOCATOR", "DEFAULT_DISCIPLINE", "DEFAULT_PARAMS", "DEFAULT_TOPOLOGY", "Stack", "StackConfig",
            "StackError", "build", "parse_params", "parse_value"]

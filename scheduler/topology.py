@@ -8,7 +8,7 @@ holds the fixed bits (0 under the mask).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 
@@ -130,6 +130,26 @@ class Request:
     kind: str  # "cube" | "submesh" | "processors"
     a: int  # k, w or p
     b: int = 0  # h for a submesh
+    # hash((kind, a, b)), the value the dataclass hash gives, computed once: requests are
+    # dictionary keys at every arrival and allocation attempt (issue 18). Not compared, not
+    # shown, not pickled (string hashes differ between processes: recomputed on unpickling).
+    _hash: int = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_hash", hash((self.kind, self.a, self.b)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __getstate__(self):
+        return (self.kind, self.a, self.b)
+
+    def __setstate__(self, state):
+        kind, a, b = state[:3]
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "_hash", hash((kind, a, b)))
 
     @classmethod
     def cube(cls, k: int) -> "Request":

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Simulated events per second of the discrete-event simulator (issue 3, "Benchmark").
 
-Run: a 10-cube, ``buddy`` allocator + ``lazy`` discipline (dynamic threshold, the default),
-load 0.7, observation time T = 10000, uniform cube sizes (dimension 0..9), service mean 5,
-dependent demand, seed 1. Both service distributions of the lazy paper (4.1) are measured,
+Run: a 10-cube, ``buddy`` allocator + ``lazy`` discipline as built by default (dynamic
+threshold; since issue 17 the threshold is checked at releases, ``threshold_check="release"``;
+``--threshold-check event`` measures the other reading, checked at every event and on a
+timer), load 0.7, observation time T = 10000, uniform cube sizes (dimension 0..9), service
+mean 5, dependent demand, seed 1. Both service distributions of the lazy paper (4.1) are measured,
 each on its own row: ``uniform`` and ``hyperexp`` (alpha 0.95, Cx 4). When ``lazy`` is not
 registered the script says so loudly and measures ``fcfs`` instead (the figure is then NOT
 the issue's benchmark; the JSON carries ``"lazy_registered": false``).
@@ -29,7 +31,7 @@ one run is profiled with cProfile and the script prints where the time goes: the
 internal time per module and the top functions.
 
     python scripts/bench_sim.py [--quick] [--json] [--service uniform|hyperexp|both]
-                                [--repeat K] [--profile] [--time T]
+                                [--repeat K] [--profile] [--time T] [--threshold-check release|event]
 """
 from __future__ import annotations
 
@@ -66,9 +68,12 @@ LOAD = 0.7
 SEED = 1
 
 
+PARAMS: dict = {}  # --threshold-check: the lazy parameter, else the discipline's defaults
+
+
 def discipline(scheduler: str):
     """A fresh stack (allocator, quarantine, discipline) as every front end builds it."""
-    return build(StackConfig(TOPOLOGY, ALLOCATOR, scheduler)).policy
+    return build(StackConfig(TOPOLOGY, ALLOCATOR, scheduler, params=dict(PARAMS))).policy
 
 
 def pin_one_core() -> str:
@@ -176,6 +181,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=None, help="k of best-of-k")
     ap.add_argument("--time", type=float, default=10000.0, help="observation time T")
     ap.add_argument("--profile", action="store_true", help="always profile (default: only when short of the target)")
+    ap.add_argument("--threshold-check", choices=["release", "event"], default=None,
+                    help="lazy's threshold_check (default: lazy's own default, release)")
     args = ap.parse_args(argv)
     repeat = args.repeat or (2 if args.quick else 5)
     if repeat < 1 or args.time <= 0:
@@ -184,6 +191,9 @@ def main(argv=None) -> int:
     pinning = pin_one_core()
     lazy_ok = "lazy" in disciplines.names()
     scheduler = "lazy" if lazy_ok else "fcfs"
+    if args.threshold_check and lazy_ok:
+        PARAMS["threshold_check"] = args.threshold_check
+    check = getattr(discipline(scheduler), "threshold_check", None)  # what is measured
     warning = None if lazy_ok else (
         "discipline 'lazy' is NOT registered (scheduler/disciplines/lazy.py missing or broken): "
         "measuring 'fcfs' instead; this is NOT the issue's buddy + lazy benchmark")
@@ -195,7 +205,7 @@ def main(argv=None) -> int:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     out = {
         "benchmark": "simulator events per second", "target_events_per_second": TARGET,
-        "lazy_registered": lazy_ok, "warning": warning, "scheduler": scheduler,
+        "lazy_registered": lazy_ok, "warning": warning, "scheduler": scheduler, "threshold_check": check,
         "python": platform.python_version(), "machine": platform.machine(), "cpu_pinning": pinning,
         "load_average": list(load) if load else None, "runs": runs, "profiles": profiles,
         "method": ("best of k wall times (time.perf_counter); generation = list(workload.jobs(until=T)); "
@@ -214,17 +224,23 @@ def report(out: dict) -> None:
     if out["warning"]:
         c.print(f"[bold red]WARNING:[/] {out['warning']}")
     r0 = out["runs"][0]
-    c.print(f"[bold]{r0['topology']}[/], {r0['allocator']} + [bold]{out['scheduler']}[/], load {r0['load']}, "
+    check = out.get("threshold_check")
+    what = out["scheduler"] + (f" (threshold checked at {'releases' if check == 'release' else 'every event'}, "
+                               f"threshold_check={check}{', the default' if check == 'release' else ''})"
+                               if check else "")
+    c.print(f"[bold]{r0['topology']}[/], {r0['allocator']} + [bold]{what}[/], load {r0['load']}, "
             f"T = {r0['observation_time']:g}, uniform sizes, seed {r0['seed']}; best of {r0['repeat']}")
     c.print(f"[dim]Python {out['python']} {out['machine']}, {out['cpu_pinning']}, load average "
             f"{', '.join(f'{x:.2f}' for x in out['load_average']) if out['load_average'] else 'n/a'}[/]")
     t = Table(header_style="bold")
-    for col in ("service", "events", "gen s", "sim s", "sim cpu s", "events/s", "e2e ev/s", "gen %", "target"):
+    for col in ("service", "events", "gen s", "sim s", "sim cpu s", "events/s", "ev/cpu s", "e2e ev/s", "gen %",
+                "target"):
         t.add_column(col, justify="right")
     for r in out["runs"]:
         t.add_row(
             r["service"], str(r["events"]), f"{r['generate_seconds']:.3f}", f"{r['simulate_seconds']:.3f}",
             f"{r['simulate_cpu_seconds']:.3f}", f"{r['events_per_second']:,.0f}",
+            f"{r['events_per_cpu_second']:,.0f}" if r["events_per_cpu_second"] else "-",
             f"{r['end_to_end_events_per_second']:,.0f}", f"{100 * r['generation_share']:.0f}%",
             "[green]met[/]" if r["meets_target"] else "[red]short[/]")
     c.print(t)

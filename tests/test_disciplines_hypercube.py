@@ -261,8 +261,25 @@ def test_lazy_handover_reuses_the_allocation_object():
     assert d.allocator.used == 0 and d.N[1] == 0
 
 
-def test_lazy_stop_alloc_by_timer_with_no_other_event():
+def test_lazy_threshold_is_checked_at_a_release_by_default():
+    """Lazy_Release step 1 (journal 3.2) is the only place the oldest request is checked: B
+    waits lazily for A's busy 1-cube past its threshold although 1* is free, an arrival
+    (C) does not end the wait, and no timer is asked for. C's departure at 51 (any release,
+    not only a 1-cube's) runs step 1: B has waited 50 >= 5, stop_alloc, Q_j = Q_1; C's node
+    is released first (gap 2), 10 merges back into 1*, and B's Buddy_Request gets 1*."""
     d = make("lazy", "hypercube:2", threshold=5)
+    assert d.threshold_check == "release"
+    log = drive(d, [J("A", 0, 1, 100), J("B", 1, 1, 1), J("C", 50, 0, 1)])
+    assert log.ticks == []
+    assert log.starts == [(0, "A", "0*"), (50, "C", "10"), (51, "B", "1*")]
+    # Without C, B waits until A leaves at 100: step 1 sets stop_alloc (so step 2's hand-over
+    # is skipped), A's cube is released, and B's own request gets the lowest 1-cube, 0*.
+    log = drive(make("lazy", "hypercube:2", threshold=5), [J("A", 0, 1, 100), J("B", 1, 1, 1)])
+    assert log.ticks == [] and log.starts == [(0, "A", "0*"), (100, "B", "0*")]
+
+
+def test_lazy_event_check_sets_stop_alloc_by_timer_with_no_other_event():
+    d = make("lazy", "hypercube:2", threshold=5, threshold_check="event")
     log = drive(d, [J("A", 0, 1, 100), J("B", 1, 1, 1)])
     # B waits lazily for A's 1-cube although 1* is free; at 1 + 5 the timer fires, B is the
     # oldest, stop_alloc is set and B gets 1* at once.
@@ -281,7 +298,7 @@ def stop_jobs():
 
 
 def test_lazy_stop_alloc_holds_every_other_allocation():
-    d = make("lazy", "hypercube:2", threshold=5)
+    d = make("lazy", "hypercube:2", threshold=5, threshold_check="event")
     states = []
     log = drive(d, stop_jobs(), check=lambda d: states.append(
         (d.now, d.stop_alloc, d.Q_j, d.priority_job)))
@@ -291,6 +308,20 @@ def test_lazy_stop_alloc_holds_every_other_allocation():
     assert (6, True, 2, "P") in states and (7, True, 2, "P") in states
     assert log.starts == [(0, "A", "0*"), (2, "X", "10"), (4, "Y", "10"), (10, "P", "**"),
                           (11, "Z", "00")]
+    assert not d.stop_alloc
+
+
+def test_lazy_release_check_sets_stop_alloc_at_the_next_departure():
+    d = make("lazy", "hypercube:2", threshold=5)
+    states = []
+    log = drive(d, stop_jobs(), check=lambda d: states.append((d.now, d.stop_alloc, d.priority_job)))
+    # Default: X (2-3) and Y (4-5) leave before P has waited 5, so their releases find P
+    # under the threshold; nothing checks at 6, so Z (7) is allocated beside A. Z's release
+    # at 8 finds P past it: stop_alloc, Q_j = Q_2, P's request fails (A holds 0*); at 10 A's
+    # release lets P start (gap 2: released first).
+    assert [x for x in states if x[1]] == [(8, True, "P")]
+    assert log.starts == [(0, "A", "0*"), (2, "X", "10"), (4, "Y", "10"), (7, "Z", "10"),
+                          (10, "P", "**")]
     assert not d.stop_alloc
 
 
@@ -317,7 +348,7 @@ def test_lazy_default_retries_a_job_whose_request_failed_at_arrival():
 
 
 def test_lazy_dynamic_threshold_from_measured_delay_and_rate():
-    d = make("lazy", "hypercube:2")
+    d = make("lazy", "hypercube:2", threshold_check="event")
     log = drive(d, [J("A", 0, 2, 4), J("B", 1, 1, 10), J("C", 5, 1, 10)], until=5.5)
     # B fails at 1 (A holds the machine); d_t = 0 (A waited 0), lambda = 1/1 -> threshold 0:
     # stop_alloc for B at once; B starts at 4 (delay 3): d_t = 1.5, lambda = 1,
@@ -334,8 +365,22 @@ def test_lazy_dynamic_threshold_from_measured_delay_and_rate():
     assert c.job.id == "C" and c.allocation.describe() == "1*"
 
 
+def test_lazy_dynamic_threshold_release_check_waits_for_a_departure():
+    # The same stream under the default check: B's wait is decided at A's release (4): B
+    # waited 3 >= threshold 0 -> stop_alloc, B gets 0*. C (5) waits lazily for B's 1-cube
+    # (|Q_1| = 1 <= N_1 = 1) with no timer; at B's release (14) C has waited 9 >= 0.9:
+    # stop_alloc, B's cube released, C asks buddy and gets 0*.
+    d = make("lazy", "hypercube:2")
+    log = drive(d, [J("A", 0, 2, 4), J("B", 1, 1, 10), J("C", 5, 1, 10)], until=5.5)
+    assert log.starts == [(0, "A", "**"), (4, "B", "0*")]
+    assert d.threshold == pytest.approx(0.9) and d.next_wakeup() is None
+    assert d.tick(6) == []
+    (c,) = d.depart("B", 14)
+    assert (c.job.id, c.allocation.describe(), c.time) == ("C", "0*", 14)
+
+
 def test_lazy_cancel_of_the_priority_job_clears_stop_alloc():
-    d = make("lazy", "hypercube:2", threshold=1)
+    d = make("lazy", "hypercube:2", threshold=1, threshold_check="event")
     d.arrive(J(1, 0, 1, 10), 0)
     d.arrive(J(2, 0, 2, 1), 0)
     assert d.tick(1) == [] and d.stop_alloc and d.priority_job == 2
@@ -352,6 +397,8 @@ def test_lazy_parameters_are_checked():
         make("lazy", threshold="soon")
     with pytest.raises(DisciplineError, match="literal"):
         make("lazy", literal="yes")
+    with pytest.raises(DisciplineError, match="threshold_check"):
+        make("lazy", threshold_check="timer")
     with pytest.raises(TypeError, match="no parameters"):
         make("lazy", thresold=3)
     with pytest.raises(DisciplineError):
@@ -378,11 +425,12 @@ def test_lazy_refused_arrival_changes_nothing():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(1, 6)),
                 min_size=1, max_size=25),
-       st.sampled_from([None, "dynamic", 0.0, 3.0]))
-def test_lazy_invariants_after_every_event(spec, threshold):
+       st.sampled_from([None, "dynamic", 0.0, 3.0]), st.sampled_from(["release", "event"]))
+def test_lazy_invariants_after_every_event(spec, threshold, check_mode):
     """N_k counts the running k-cubes; without stop_alloc no queue with |Q_k| > N_k has a
-    head the allocator could place, and no waiting job has reached the threshold."""
-    d = make("lazy", "hypercube:3", threshold=threshold)
+    head the allocator could place; with the event check no waiting job has reached the
+    threshold, with the release check no timer is ever asked for."""
+    d = make("lazy", "hypercube:3", threshold=threshold, threshold_check=check_mode)
     t, jobs = 0, []
     for i, (gap, k, rt) in enumerate(spec):
         t += gap
@@ -403,7 +451,9 @@ def test_lazy_invariants_after_every_event(spec, threshold):
                     d.allocator.release(a)
                 assert a is None, f"Q_{k} exceeds N_{k} and its head fits"
         th = d.threshold
-        if th is not None:
+        if check_mode == "release":
+            assert d.next_wakeup() is None
+        elif th is not None:
             assert all(d.now < j.submit + th for j in d.waiting())
 
     log = drive(d, jobs, check=check)
@@ -418,7 +468,7 @@ VARIANTS = [
     ("scan-up", {}), ("scan-down", {}), ("scan-up", {"starvation_free": True}),
     ("scan-down", {"advance_when_blocked": True, "starvation_free": True}),
     ("lazy", {}), ("lazy", {"threshold": 2.0}), ("lazy", {"threshold": None}),
-    ("static", {}),
+    ("lazy", {"threshold_check": "event"}), ("static", {}),
 ]
 TOPOS = ["hypercube:4", "mesh:8x8", "mesh:6x4"]
 

@@ -91,8 +91,9 @@ def test_littles_law_on_a_long_run():
 def test_completions_mode_discards_warmup():
     m = simulate("hypercube:5", "naive", "fcfs", poisson(5000, 1.0, 4, 2), completions=1100,
                  warmup=100).metrics
-    assert m["completed"] == 1100
+    assert m["completed"] == 1000  # C counts the completions in the window, as every metric
     assert m["counted_completions"] == 1000
+    assert m["window"]["warmup_completions"] == 100 and m["window"]["ends_by"] == "completions"
     assert 0 < m["utilization"] <= 1
 
 
@@ -157,6 +158,37 @@ def test_warmup_allocations_are_left_out_of_the_mean_queueing_delay():
     # window [5, 11]: 2 counted completions, the machine busy throughout
     assert m["throughput"] == pytest.approx(2 / 6)
     assert m["utilization"] == pytest.approx(1.0)
+
+
+def test_time_and_warmup_measure_every_metric_over_one_window():
+    # 2-cube, each job takes it all, T = 20, one warm-up completion. Job 0 runs 0-5 (the
+    # warm-up), job 1 5-10 (waited 4), job 2 10-11 (waited 8). The window is [5, 20]: in it
+    # jobs 1 and 2 are allocated and complete, the machine is busy 5 + 1 units, nothing
+    # arrives, jobs in system 2 on [5, 10) and 1 on [10, 11).
+    jobs = [J(0, 0, 2, 5), J(1, 1, 2, 5), J(2, 2, 2, 1)]
+    m = simulate("hypercube:2", "naive", "fcfs", jobs, until=20, warmup=1).metrics
+    assert m["window"] == {"start": 5.0, "end": 20.0, "warmup_completions": 1, "ends_by": "time"}
+    assert m["observation_time"] == 15.0
+    assert (m["generated"], m["allocated"], m["completed"]) == (0, 2, 2)
+    assert m["total_queueing_delay"] == 12.0 and m["mean_queueing_delay"] == pytest.approx(6)
+    assert m["utilization"] == pytest.approx(4 * 6 / (4 * 15))  # not (4 * 11) / (4 * 20)
+    assert m["throughput"] == pytest.approx(2 / 15)  # not 3 / 20
+    assert m["power"] == pytest.approx((2 / 15) / 6)
+    assert m["mean_turnaround"] == pytest.approx((9 + 9) / 2)
+    assert m["measured_load"] == 0.0 and m["total_service_demand"] == 0.0
+    assert m["mean_jobs_in_system"] == pytest.approx((2 * 5 + 1) / 15)
+    # without a warm-up the window is [0, T]: U, X and M over the whole run
+    m0 = simulate("hypercube:2", "naive", "fcfs", jobs, until=20).metrics
+    assert m0["window"] == {"start": 0.0, "end": 20.0, "warmup_completions": 0, "ends_by": "time"}
+    assert m0["utilization"] == pytest.approx(44 / 80) and m0["throughput"] == pytest.approx(3 / 20)
+    assert m0["mean_queueing_delay"] == pytest.approx(12 / 3) and m0["generated"] == 3
+
+
+def test_a_warmup_longer_than_the_run_counts_nothing():
+    jobs = [J(0, 0, 2, 5), J(1, 1, 2, 5)]
+    m = simulate("hypercube:2", "naive", "fcfs", jobs, until=20, warmup=5).metrics
+    assert m["window"]["start"] == m["window"]["end"] == 20.0 and m["observation_time"] == 0.0
+    assert (m["completed"], m["allocated"], m["utilization"], m["throughput"]) == (0, 0, 0.0, 0.0)
 
 
 def test_a_count_that_ends_the_run_before_T_measures_up_to_the_stop():

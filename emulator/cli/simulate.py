@@ -283,7 +283,8 @@ def add_commands(sub) -> None:
     p.add_argument("--load", type=float, default=None, help="offered load (fraction of capacity)")
     p.add_argument("--time", type=float, default=None, help="observation time T (time units)")
     p.add_argument("--jobs", type=int, default=None, help="stop after N completions")
-    p.add_argument("--warmup", type=int, default=0, help="completions not counted (with --jobs)")
+    p.add_argument("--warmup", type=int, default=0, help="completions not counted: every metric's observation window starts at the W-th "
+                        "completion (with --jobs or --time; the JSON's `window` says it)")
     p.add_argument("--size-dist", default=None, help="job size distribution (default: uniform on a cube, processors on a mesh)")
     p.add_argument("--service", default="uniform", help="service distribution")
     p.add_argument("--service-mean", type=float, default=5.0, help="mean residence time")

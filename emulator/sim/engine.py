@@ -40,6 +40,12 @@ hands the decisions to the work model, then calls the observers.
 
 ``events`` counts the events taken: arrivals, departures, timers that fired and the work
 model's own timers.
+
+Speed (issue 18; the same events in the same order): with the plain work model the loop is
+``_loop_plain``, ``_loop`` without the tests for a model timer and ``advance``; a policy
+whose ``next_wakeup`` never overrides the base one, or that says it always answers None
+(``never_wakes``: lazy with its threshold checked at releases), is not asked after every
+event.
 """
 from __future__ import annotations
 
@@ -71,12 +77,16 @@ class FixedRuntime:
 
 
 def _asks_for_timers(policy) -> bool:
-    """False for a discipline that never overrides next_wakeup (the call is skipped)."""
+    """False for a discipline that never overrides next_wakeup, or says its next_wakeup always
+    answers None (``never_wakes`` true, set when it is built: lazy with its threshold checked
+    at releases); the call after every event is then skipped."""
     # imported here: the disciplines package registers every discipline (about 50 ms), and
     # the metrics formulas (emulator.sim.metrics, imported by the live monitor) import this
     # module for the event kinds only
     from scheduler.disciplines.base import Discipline
 
+    if getattr(policy, "never_wakes", False) is True and "next_wakeup" not in vars(policy):
+        return False
     return "next_wakeup" in vars(policy) or getattr(type(policy), "next_wakeup", None) is not Discipline.next_wakeup
 
 
@@ -179,8 +189,11 @@ class Engine:
                 _observer(self.observers, once), self.on_reject, self.timer_rank, self.idle_timer)
 
     def _loop(self, stop_at: float, once: bool) -> None:
+        hooks = self._hooks(once)
         (arrive, depart, tick, next_wakeup, apply, advance, model_next, ahead, fixed, observe, reject, trank,
-         idle) = self._hooks(once)
+         idle) = hooks
+        if fixed and advance is None and model_next is None:
+            return self._loop_plain(stop_at, hooks)
         heap, seq, jobs, pending = self._heap, self._seq, self._jobs, self._pending
         now, events, in_system = self.now, self.events, self.in_system
         timer_at, last_tick, model_at, stale = self.timer, self.last_tick, self.model_at, self._stale
@@ -257,6 +270,72 @@ class Engine:
         finally:
             self._pending, self.now, self.events, self.in_system = pending, now, events, in_system
             self.timer, self.last_tick, self.model_at, self._stale = timer_at, last_tick, model_at, stale
+
+    def _loop_plain(self, stop_at: float, hooks: tuple) -> None:
+        """``_loop`` for the plain work model (FixedRuntime: no model timer, no ``advance``),
+        the plain simulator's case: the same events in the same order, without the tests for
+        what that model does not have (issue 18)."""
+        (arrive, depart, tick, next_wakeup, _, _, _, _, _, observe, reject, trank, idle) = hooks
+        heap, seq, jobs, pending = self._heap, self._seq, self._jobs, self._pending
+        now, events, in_system = self.now, self.events, self.in_system
+        timer_at, last_tick = self.timer, self.last_tick
+        try:
+            while True:
+                if heap:
+                    top = heap[0]  # or the stream's next arrival if it comes first (floats compared first)
+                    if pending is not None and (pending[0] < top[0] or (pending[0] == top[0] and pending < top)):
+                        top = pending
+                else:
+                    top = pending
+                if top is not None:
+                    t, kind = top[0], top[1]
+                    if timer_at is not None and (timer_at < t or (timer_at == t and kind > trank)):
+                        t, kind = timer_at, TIMER
+                elif timer_at is not None and (in_system or idle):
+                    t, kind = timer_at, TIMER
+                else:
+                    break  # nothing left
+                if t > stop_at:
+                    break
+                now = t
+                events += 1
+                if kind == DEPART:
+                    item = heappop(heap)[3]
+                    decisions = depart(item.job.id, t)
+                    in_system -= 1
+                elif kind == ARRIVE:
+                    if top is pending:
+                        item, job = pending[3], next(jobs, None)  # pull the stream's next job
+                        pending = None if job is None else (job.submit, ARRIVE, next(seq), job)
+                    else:
+                        item = heappop(heap)[3]
+                    try:
+                        decisions = arrive(item, t)
+                    except RequestError as e:
+                        reject(item, e, t)
+                        decisions, kind = (), REJECT
+                    else:
+                        in_system += 1
+                else:  # TIMER
+                    item = timer_at = None
+                    last_tick = t
+                    decisions = tick(t)
+                if decisions:  # Start.runtime, without the property call unless folded
+                    for d in decisions:
+                        heappush(heap, (t + (d.runtime if d.allocation.folds else d.job.runtime),
+                                        DEPART, next(seq), d))
+                stop = observe(t, kind, item, decisions) if observe is not None else False
+                if next_wakeup is not None:  # the timer rule (module docstring)
+                    w = next_wakeup()
+                    if w is None:
+                        timer_at = None
+                    elif w != timer_at and not (w <= t and last_tick == t):
+                        timer_at = w if w > t else t
+                if stop:
+                    break
+        finally:
+            self._pending, self.now, self.events, self.in_system = pending, now, events, in_system
+            self.timer, self.last_tick, self._stale = timer_at, last_tick, True
 
 
 __all__ = ["ARRIVE", "DEPART", "LAST", "MODEL", "REJECT", "TIMER", "Engine", "FixedRuntime"]

@@ -16,9 +16,17 @@ size over the mean wait of the others, dissertation 8.2; jobs equal to the media
 small); ``per_size`` means; ``delay_over_time`` (M of the jobs allocated so far, sampled
 through the run: lazy Figure 8); ``mean_jobs_in_system`` (time average, for Little's law).
 
-Windows (RSR paper 4.1): with a completion count N and a warm-up W, the first W completions
-are not counted, and U, X and M are measured between the W-th and the last completion (the
-warm-up's allocations are left out of M as its completions are of the other means).
+One observation window per run, for every metric. Without a warm-up it is [0, T] (lazy 4.2)
+or, for a run to N completions or to the end of a trace, [0, the last event]. With a warm-up
+of W completions (RSR paper 4.1: 50,500 completions, the first 500 not counted) the window
+starts at the W-th completion, with ``--time T`` as with ``--jobs N``: G, C, A, R, S, M, U,
+X, power, the measured load, the turnaround, per-size means, L/S, the fragmentation and the
+jobs in system all count only what happens in it (a job allocated in the warm-up is not in
+A or R; one that completes after it is in C and in the turnaround means; U clips the
+node-time to the window). ``observation_time`` is the window's length and ``window`` states
+it: ``{"start", "end", "warmup_completions", "ends_by"}`` (``ends_by``: "time",
+"completions" or "drained"). ``delay_over_time`` alone is cumulative from 0 (lazy Figure 8
+plots M of every job allocated so far).
 """
 from __future__ import annotations
 
@@ -131,7 +139,9 @@ class SimMetrics:
     paper and the per-job records; :meth:`result` gives the metrics dict.
 
     ``observe`` is one call after every event; the integrals (busy node-time, jobs in
-    system) are advanced at every event, as the numbers of a run depend on it. The per-job
+    system) are advanced at every event, as the numbers of a run depend on it (in batches of
+    events, see ``_observer``; ``done``, ``records`` and ``delay_series`` are complete once
+    :meth:`result` or :attr:`completed` has been read). The per-job
     sums (turnaround, per size, L/S) are taken at the end from ``done``, in completion order."""
 
     def __init__(self, policy, *, until=None, completions=None, warmup=0, samples=20,
@@ -153,10 +163,12 @@ class SimMetrics:
         return self._state()["C"]
 
     def result(self, now: float, events: int) -> dict:
-        """The metrics of a run that ended at ``now`` (the last event) after ``events``."""
+        """The metrics of a run that ended at ``now`` (the last event) after ``events``, over
+        the one observation window of the module docstring."""
         st = self._state()
-        until, size, C, R, A = self.until, self.size, st["C"], st["R"], st["A"]
-        area, sys_area, window, series = st["area"], st["sys_area"], st["window"], list(self.delay_series)
+        until, size, C = self.until, self.size, st["C"]
+        area, sys_area, series = st["area"], st["sys_area"], list(self.delay_series)
+        R, A = st["R"], st["A"]
         # with both T and N the count may end the run before T: measure up to then
         by_time = until is not None and not (self.completions is not None and C >= self.completions)
         if by_time:
@@ -168,31 +180,34 @@ class SimMetrics:
             while self.every is not None and t <= until + 1e-9:
                 series.append((t, R / A if A else 0.0))
                 t += self.every
-            T = span = until
-            util = utilization(area, size, T)
-            R0, A0 = (0.0, 0) if window is None else window[2:]
+            end = until
         else:
-            T = now
-            if window is None:  # fewer completions than the warm-up: nothing counted
-                window = (now, area, R, A)
-            t0, area0, R0, A0 = window
-            span = now - t0
-            util = utilization(area - area0, size, span)
-        M = mean_queueing_delay(R - R0, A - A0)
-        counted = len(self.done)
-        X = throughput(C if by_time else counted, span)
+            end = now
+        cur = _Totals(end, area, R, A, st["S"], sys_area, st["frag_sum"], st["frag_n"], st["G"])
+        # fewer completions than the warm-up: the window is empty, nothing counted
+        w0 = st["window"] or cur
+        span = end - w0.time
+        Rw, Aw, counted = R - w0.R, A - w0.A, len(self.done)
+        M = mean_queueing_delay(Rw, Aw)
+        X = throughput(counted, span)
+        Sw = st["S"] - w0.S
         tat_sum, per_size = per_size_means(self.done)
         running = len(self.running)
+        generated = st["G"]
+        ends_by = "time" if by_time else ("completions" if self.completions is not None
+                                          and C >= self.completions else "drained")
         m = {
-            "generated": int(st["in_system"]) + C, "completed": C, "allocated": A,
-            "total_queueing_delay": R, "total_service_demand": st["S"],
-            "mean_queueing_delay": M, "utilization": util, "throughput": X, "power": power(X, M),
-            "measured_load": measured_load(st["S"], size, T),
+            "generated": generated - w0.G, "completed": counted, "allocated": Aw,
+            "total_queueing_delay": Rw, "total_service_demand": Sw,
+            "mean_queueing_delay": M, "utilization": utilization(area - w0.area, size, span),
+            "throughput": X, "power": power(X, M),
+            "measured_load": measured_load(Sw, size, span),
             "mean_turnaround": mean(tat_sum, counted),
-            "external_fragmentation": mean(st["frag_sum"], st["frag_n"]),
+            "external_fragmentation": mean(st["frag_sum"] - w0.frag_sum, st["frag_n"] - w0.frag_n),
             "ls_ratio": ls_ratio(self.done),
-            "mean_jobs_in_system": time_average(sys_area, T),
-            "observation_time": T, "counted_completions": counted,
+            "mean_jobs_in_system": time_average(sys_area - w0.sys_area, span),
+            "observation_time": span, "counted_completions": counted,
+            "window": {"start": w0.time, "end": end, "warmup_completions": self.warmup, "ends_by": ends_by},
             "waiting_at_end": int(st["in_system"]) - running, "running_at_end": running,
             "events": events, "per_size": per_size,
             "delay_over_time": [[round(a, 9), b] for a, b in series],
@@ -202,63 +217,116 @@ class SimMetrics:
         return m
 
 
+@dataclass(frozen=True)
+class _Totals:
+    """The running totals at one moment: where the observation window starts (the W-th
+    completion) and where it ends."""
+
+    time: float
+    area: float
+    R: float
+    A: int
+    S: float
+    sys_area: float
+    frag_sum: float
+    frag_n: int
+    G: int
+
+
+_BATCH = 64  # events the observer notes before it folds them into its counters: few enough that
+# they are still in the CPU caches and young for the garbage collector (measured: 4096 is slower)
+
+
 def _observer(m: SimMetrics, normalize, keep_nodes: bool):
-    """``(observe, state)``: the observer's hook as a closure over its counters (cell
-    variables cost the interpreter less than attributes; this runs once per event) and a
-    function reading them. Busy nodes, jobs in system and the size are floats: the same
-    values (small integers are exact) on the interpreter's fast path for floats."""
+    """``(observe, state)``: the observer's hook and a function reading its counters.
+
+    Issue 18: ``observe`` only notes the event (with the number of running jobs, which the
+    fragmentation sample compares with the jobs in system at that moment) and ``flush``
+    folds the noted events into the counters every ``_BATCH`` events and whenever the state
+    is read: the same arithmetic on the same values in the same order, so the same numbers,
+    at about half the cost of doing it inside the event loop (the counters are locals of
+    ``flush`` there, and the loop runs hot). The stop at the N-th completion needs only the
+    count of departures, kept by ``observe``. Busy nodes, jobs in system and the size are
+    floats: the same values (small integers are exact) on the interpreter's fast path for
+    floats."""
     size, running, warmup, every = float(m.size), m.running, m.warmup, m.every
     stop_after = m.completions if m.completions is not None else -1
     done, records, series, demand = m.done, m.records, m.delay_series, {}
-    C = A = rejected = frag_n = 0
-    R = S = area = sys_area = last = frag_sum = busy = in_system = 0.0
-    next_sample = every if every is not None else math.inf
-    window = (0.0, 0.0, 0.0, 0) if warmup == 0 else None  # (time, area, R, A) at the warm-up's end
+    # the counters: C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy,
+    # in_system, next_sample and the totals where the window starts: 0, or at the W-th
+    # completion (None until then)
+    st = [0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, every if every is not None else math.inf,
+          _Totals(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0) if warmup == 0 else None]
+    log: list = []  # (t, kind, item, starts, running jobs) of the events not yet folded in
+    push = log.append
+    departed = 0
 
-    def observe(t, kind, item, starts):
-        nonlocal C, A, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system
-        nonlocal next_sample, window
-        dt = t - last
-        if dt:
-            area += busy * dt
-            sys_area += in_system * dt
-            last = t
-        while t >= next_sample:
-            series.append((next_sample, R / A if A else 0.0))
-            next_sample += every
-        if kind == DEPART:
-            g = item.allocation.size
-            busy -= g
-            in_system -= 1.0
-            C += 1
-            if C > warmup:
-                sj = item.job
-                done.append((g, item.time - sj.submit, t - sj.submit))
-                if records is not None:
-                    records.append(_record(t, item, keep_nodes))
-            elif C == warmup:
-                window = (t, area, R, A)
-        elif kind == ARRIVE:
-            in_system += 1.0
-            req = item.request
-            nodes = demand.get(req)
-            if nodes is None:
-                nodes = demand[req] = float(normalize(req).processors_needed)
-            S += item.runtime * nodes
-        elif kind == REJECT:
-            rejected += 1
-        if starts:
-            for s in starts:
-                R += s.time - s.job.submit
-                busy += s.allocation.size
-            A += len(starts)
-        elif in_system > len(running):
-            frag_sum += (size - busy) / size
-            frag_n += 1
-        return C == stop_after  # the N-th completion ends the run
+    if stop_after == -1:
+        def observe(t, kind, item, starts):
+            push((t, kind, item, starts, len(running)))
+            if len(log) >= _BATCH:
+                flush()
+            return False
+    else:
+        def observe(t, kind, item, starts):
+            nonlocal departed
+            push((t, kind, item, starts, len(running)))
+            if kind == DEPART:
+                departed += 1  # C, as flush will count it
+            if len(log) >= _BATCH:
+                flush()
+            return departed == stop_after  # the N-th completion ends the run
+
+    def flush():
+        C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window = st
+        for t, kind, item, starts, n_running in log:
+            dt = t - last
+            if dt:
+                area += busy * dt
+                sys_area += in_system * dt
+                last = t
+            while t >= next_sample:
+                series.append((next_sample, R / A if A else 0.0))
+                next_sample += every
+            if kind == DEPART:
+                g = item.allocation.size
+                busy -= g
+                in_system -= 1.0
+                C += 1
+                if C > warmup:
+                    sj = item.job
+                    done.append((g, item.time - sj.submit, t - sj.submit))
+                    if records is not None:
+                        records.append(_record(t, item, keep_nodes))
+                elif C == warmup:
+                    # the window opens at this instant: the jobs this departure lets start
+                    # (and the fragmentation sample it may leave) are in it
+                    window = _Totals(t, area, R, A, S, sys_area, frag_sum, frag_n, G)
+            elif kind == ARRIVE:
+                G += 1
+                in_system += 1.0
+                req = item.request
+                nodes = demand.get(req)
+                if nodes is None:
+                    nodes = demand[req] = float(normalize(req).processors_needed)
+                S += item.runtime * nodes
+            elif kind == REJECT:
+                rejected += 1
+            if starts:
+                for s in starts:
+                    R += s.time - s.job.submit
+                    busy += s.allocation.size
+                A += len(starts)
+            elif in_system > n_running:
+                frag_sum += (size - busy) / size
+                frag_n += 1
+        log.clear()
+        st[:] = C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window
 
     def state() -> dict:
-        return {"C": C, "A": A, "rejected": rejected, "R": R, "S": S, "area": area,
+        flush()
+        C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window = st
+        return {"C": C, "A": A, "G": G, "rejected": rejected, "R": R, "S": S, "area": area,
                 "sys_area": sys_area, "last": last, "frag_sum": frag_sum, "frag_n": frag_n, "busy": busy,
                 "in_system": in_system, "next_sample": next_sample, "window": window}
 

@@ -8,11 +8,12 @@ arrivals; the remaining ties go in insertion order, so a run is a pure function 
 stream. ``events`` = arrivals + departures + timers that fired.
 
 A run ends at an observation time T (lazy paper 4.2: metrics over [0, T]), after N
-completions with the first W discarded (RSR paper 4.1: 50,500 completions, first 500 not
-counted; utilization, throughput and M are then measured between the W-th and the N-th
-completion), or, for a trace, when every job has completed. Given both T and N, whichever
-comes first ends the run and the metrics are taken up to that moment. The metrics are
-defined in emulator.sim.metrics.
+completions (RSR paper 4.1: 50,500 completions), or, for a trace, when every job has
+completed. Given both T and N, whichever comes first ends the run and the metrics are taken
+up to that moment. A warm-up of W completions (RSR 4.1: the first 500 not counted) moves the
+start of the one observation window to the W-th completion, with T as with N: every metric
+(U, X, power, M, the counts) is measured over [W-th completion, end], and the result's
+``window`` says so. The metrics are defined in emulator.sim.metrics.
 
     from scheduler.stack import StackConfig, build
     res = Simulation(build(StackConfig("hypercube:6", "buddy", "lazy")).policy, jobs, until=1e4).run()
@@ -57,8 +58,9 @@ class _Trace:
 class Simulation:
     """Drive one discipline (a built stack's policy) with one job stream.
 
-    ``until``: observation time T. ``completions``/``warmup``: stop after that many
-    completions, not counting the first ``warmup`` in the means. Neither: run until every job
+    ``until``: observation time T. ``completions``: stop after that many completions.
+    ``warmup``: the observation window starts at that completion (with ``until`` or
+    ``completions``); nothing before it is counted in any metric. Neither: run until every job
     has completed (trace replay). ``on_reject``: "error" (default: a job that can never fit is
     a clear error naming it) or "skip" (count it in ``rejected``). ``trace(kind, t, start)``
     is called for every "start" and "depart"; ``progress(now, completed)`` now and then.

@@ -9,8 +9,12 @@ scattered piece.
 from __future__ import annotations
 
 from scheduler.allocators import register
-from scheduler.allocators.base import Allocator
+from scheduler.allocators.base import Allocation, AllocationError, Allocator
 from scheduler.topology import Request, RequestTooLarge, Scattered
+
+# Scattered(nodes) without the frozen dataclass __init__ (its one slot set through the
+# descriptor): the same value, made at every allocation
+_SET_NODES = Scattered.__dict__["node_ids"].__set__
 
 
 @register("naive")
@@ -27,6 +31,46 @@ class Naive(Allocator):
         # sorted runs (timsort merges them in linear time; both run in C), cheaper than a
         # heap operation per node.
         self._free = list(range(topology.size))
+        # allocate and release: the base class's bookkeeping with _allocate and _release
+        # inlined (the same result, serial and errors), unless a subclass changes them
+        cls = type(self)
+        if (cls._allocate is Naive._allocate and cls._release is Naive._release
+                and cls.normalize is Naive.normalize and cls.allocate is Allocator.allocate
+                and cls.release is Allocator.release):
+            self.allocate, self.release = self._fast_allocate, self._fast_release
+            self._with_count: dict = {}
+
+    def _fast_allocate(self, request: Request):
+        rp = self._with_count.get(request)  # (normalized request, its processors)
+        if rp is None:
+            req = self._normalized.get(request)
+            if req is None:
+                req = self._normalized[request] = self.normalize(request)
+            rp = self._with_count[request] = (req, req.processors_needed)
+        req, p = rp
+        free = self._free
+        if p > len(free):
+            return None
+        taken = frozenset(free[:p])
+        del free[:p]
+        piece = object.__new__(Scattered)
+        _SET_NODES(piece, taken)
+        a = Allocation((piece,), req, len(taken), self, next(self._serials))
+        self._live[a.serial] = a
+        self.used += a.size
+        return a
+
+    def _fast_release(self, allocation) -> None:
+        if not isinstance(allocation, Allocation) or allocation.owner is not self:
+            raise AllocationError(f"{allocation!r} was not made by this {self.name} allocator")
+        if self._live.get(allocation.serial) is None:
+            raise AllocationError(f"{allocation!r} is not allocated (released twice?)")
+        free = self._free
+        for piece in allocation.pieces:
+            free.extend(piece.node_ids)
+        free.sort()
+        del self._live[allocation.serial]
+        self.used -= allocation.size
 
     def normalize(self, request: Request) -> Request:
         if request.kind != "processors":

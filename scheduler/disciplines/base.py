@@ -32,7 +32,7 @@ to act on the freed allocation before the general pass (lazy hands it to the hea
 """
 from __future__ import annotations
 
-from scheduler.decisions import Start
+from scheduler.decisions import Start, new_start
 from scheduler.jobs import Job, JobError, check_time
 from scheduler.quarantine import DownSet, held_reason
 
@@ -274,14 +274,12 @@ class Discipline:
         alloc = self.allocator.allocate(job.request)
         if alloc is None:
             return None
-        s = Start(job, alloc, now)
-        self.running[job.id] = s
+        s = self.running[job.id] = new_start(job, alloc, now)
         return s
 
     def _start_on(self, job: Job, allocation, now: float) -> Start:
         """Record ``job`` running on an allocation the policy obtained itself."""
-        s = Start(job, allocation, now)
-        self.running[job.id] = s
+        s = self.running[job.id] = new_start(job, allocation, now)
         return s
 
     # ------------------------------------------------------------------ policy hooks

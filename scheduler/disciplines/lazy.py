@@ -53,11 +53,23 @@ indexed by the class of the *allocation*: with size reduction a job of Q_k folde
 3. *What happens on an arrival while stop_alloc is set?* The arrival is only enqueued, in
    both modes ("no jobs are allocated until" the priority job is). An arrival frees nothing,
    so retrying the priority job then would be pointless.
-4. *When is the oldest request checked?* Literally only at a departure (step 1). Default: at
-   every event, and on a timer: ``next_wakeup()`` returns the moment the oldest waiting job
-   reaches the threshold, so ``tick()`` sets stop_alloc even when no job arrives or leaves;
-   the priority job is tried at once (it may fit already: a job waiting lazily for a busy
-   cube of its size while free ones exist). After it starts, the next oldest is checked.
+4. *When is the oldest request checked?* At a release only: ``Lazy_Release`` step 1 is the
+   one place the pseudo-code determines the oldest request, and nothing in sections 3.2 of
+   either paper checks it at an arrival or on a clock. This is the default
+   (``threshold_check="release"``): at every departure, before the hand-over of step 2, the
+   oldest waiting job is compared with the threshold (once per release); arrivals and the
+   retry pass of gap 1 never set stop_alloc, and no timer is asked for. A job waiting lazily
+   for a busy cube of its size therefore waits at least until some job leaves, even when
+   free cubes exist -- which is the light-load cost the journal paper reports (section 5,
+   Table I: "allocation of jobs are delayed even though the system has enough idle
+   processors with the lazy scheme"; FCFS's power 20 against lazy's 0.5 at load 0.1, case A).
+   ``threshold_check="event"`` is the other reading, kept to study it: the oldest job is
+   checked at every event and on a timer (``next_wakeup()`` returns the moment it reaches
+   the threshold, so ``tick()`` sets stop_alloc with no arrival or departure; after the
+   priority job starts the next oldest is checked at once). At light load d_t^2 lambda is
+   tiny, so the timer ends every lazy wait almost at once and lazy behaves like scan
+   (M_lazy / M_scan = 0.99-1.02 at loads 0.1-0.2 in our runs, uniform residence): the
+   paper's numbers favour the release reading (docs/results/lazy-table1, lazy-fig3).
 5. *After the priority job starts, what else?* Literally nothing until the next event.
    Default: the hand-over/retry pass of gap 1 runs in the same event.
 6. *Cancel of the priority job* (not in the paper, both modes): stop_alloc is cleared.
@@ -66,11 +78,18 @@ Cost: a head that failed is not tried again until something is released (allocat
 take nodes away), and the oldest job is kept in a heap, so an event costs O(queues) plus
 the allocator calls that can succeed. ``tick`` forgets the failures, because the daemon
 calls it when a node comes back. Among jobs submitted at the same instant the earlier
-arrival is the older.
+arrival is the older. The hot paths are inlined (issue 18, the same decisions): ``arrive``
+and ``depart`` do the bookkeeping of ``_admit``, ``_put``, ``_pop_head`` and
+``_record_start`` themselves and answer for the retry pass when it can start nothing, the
+retry pass without the threshold check is a loop of its own, and the dynamic threshold is
+computed when it is read after a measurement changed, not at every arrival and allocation.
+A subclass that overrides one of those helpers must override ``arrive`` and ``depart`` too.
 
 ``literal=True`` runs the pseudo-code as printed: one Buddy_Request at an arrival, steps 1-4
 in that order at a departure (the priority job cannot use the departing cube), the oldest
-request checked only at departures, no timer, no retry pass.
+request checked only at departures, no timer, no retry pass. It differs from the default
+(which also checks only at departures) by gaps 1, 2 and 5, not by when the threshold is
+checked; ``threshold_check`` does not apply to it.
 """
 from __future__ import annotations
 
@@ -80,8 +99,10 @@ from collections import deque
 
 from scheduler.disciplines import register
 from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
-from scheduler.decisions import Start
+from scheduler.decisions import Start, new_start
 from scheduler.jobs import JobError
+
+_INF = float("inf")
 
 
 def _parse_threshold(value):
@@ -107,14 +128,24 @@ def _parse_threshold(value):
 class Lazy(Discipline):
     """Per-size queues Q_k that wait for busy k-cubes while |Q_k| <= N_k; stop_alloc on delay."""
 
-    def __init__(self, topology, allocator, *, threshold="dynamic", literal: bool = False, **params):
+    CHECKS = ("release", "event")
+
+    def __init__(self, topology, allocator, *, threshold="dynamic", literal: bool = False,
+                 threshold_check: str = "release", **params):
         super().__init__(topology, allocator, **params)
         if not isinstance(literal, bool):
             raise DisciplineError(f"lazy parameter literal must be true or false, got {literal!r}")
+        if threshold_check not in self.CHECKS:
+            raise DisciplineError(f"lazy parameter threshold_check must be one of {', '.join(self.CHECKS)}, "
+                                  f"got {threshold_check!r}")
+        self.threshold_check = threshold_check
+        # gap 4: the oldest job checked at every event and on a timer (not the paper's default)
+        self._check_events = threshold_check == "event" and not literal
         self.threshold_param = _parse_threshold(threshold)
         self.literal = literal
         nq = topology.num_classes
         self.queues = [deque() for _ in range(nq)]
+        self._ks = range(nq)
         self.N = [0] * nq
         self.stop_alloc = False
         self.Q_j: int | None = None
@@ -128,8 +159,13 @@ class Lazy(Discipline):
         self._all_dirty = True
         self._dirty: set = set()
         # The oldest waiting job in O(log): a heap of (submit, seq, job, k), stale entries
-        # (jobs no longer waiting) dropped when they surface.
-        self._ages: list = []
+        # (jobs no longer waiting) dropped when they surface. While the jobs come in submit
+        # order (always in the simulator) the entries are pushed in heap order, so the heap
+        # is a deque (``_fifo``: append and popleft instead of heappush and heappop, the same
+        # first entry); the first entry out of order turns it into the heap (a sorted list is
+        # one) for good.
+        self._ages = deque()
+        self._fifo = True
         self._waiting: dict = {}  # waiting job id -> Job (its queue: _class_cache[request])
         self._seq = 0
         self._failed: list = [None] * nq  # per queue: (releases, head id) of its last failure
@@ -140,6 +176,18 @@ class Lazy(Discipline):
         self.total_delay = 0.0
         self._dynamic = self.threshold_param == "dynamic"
         self._threshold = None if self._dynamic else self.threshold_param
+        # The dynamic threshold is a function of the measurements above, recomputed when it
+        # is read after one of them changed (_current_threshold), not at every arrival and
+        # allocation: the same value, fewer computations.
+        self._stale = False
+        # next_wakeup() always answers None unless the threshold is checked at events: the
+        # engine then skips the call (emulator.sim.engine)
+        self.never_wakes = not self._check_events
+        # _schedule's pass is the retry pass only (no threshold check, not literal): arrive
+        # and depart may answer for it when it could start nothing
+        self._plain_pass = not self._check_events and not literal
+        # request -> its queue, for requests that arrived before (normalized, so admitted)
+        self._arrival_class: dict = {}
 
     # ------------------------------------------------------------------ measurements
 
@@ -156,6 +204,12 @@ class Lazy(Discipline):
     @property
     def threshold(self) -> float | None:
         """The waiting-time threshold now, None when there is none."""
+        return self._current_threshold()
+
+    def _current_threshold(self) -> float | None:
+        if self._stale:
+            self._stale = False
+            self._update_threshold()
         return self._threshold
 
     def _update_threshold(self) -> None:
@@ -183,7 +237,7 @@ class Lazy(Discipline):
         self.allocated += 1
         self.total_delay += s.time - job.submit
         if self._dynamic:
-            self._update_threshold()
+            self._stale = True
         return s
 
     def _pop_head(self, k: int):
@@ -208,13 +262,30 @@ class Lazy(Discipline):
             self._failed[k] = key
             return None
         self._pop_head(k)
-        s = self.running[head.id] = Start(head, alloc, now)
+        s = self.running[head.id] = new_start(head, alloc, now)
         return self._record_start(s)
 
     def _release(self, alloc) -> None:
         self.allocator.release(alloc)
         self._releases += 1
         self._all_dirty = True
+
+    def _push_age(self, entry) -> None:
+        ages = self._ages
+        if self._fifo:
+            if not ages or entry[0] >= ages[-1][0]:
+                ages.append(entry)
+                return
+            self._ages = ages = list(ages)  # sorted by (submit, seq): a heap
+            self._fifo = False
+        heapq.heappush(ages, entry)
+
+    def _drop_age(self) -> None:
+        """Drop the first (stale) entry of ``_ages``."""
+        if self._fifo:
+            self._ages.popleft()
+        else:
+            heapq.heappop(self._ages)
 
     def _oldest(self):
         """(job, k) of the oldest waiting job (the paper: "keeping track of the waiting time
@@ -224,13 +295,13 @@ class Lazy(Discipline):
             _, _, job, k = ages[0]
             if waiting.get(job.id) is job:
                 return job, k
-            heapq.heappop(ages)
+            self._drop_age()
         return None
 
     def _check_threshold(self, now: float) -> None:
         if self.stop_alloc or not self._count:
             return
-        t = self._threshold
+        t = self._current_threshold()
         if t is None:
             return
         job, k = self._oldest()
@@ -241,14 +312,80 @@ class Lazy(Discipline):
 
     def arrive(self, job, now):
         # Discipline.arrive, with the arrival measured after the refusal and before the job
-        # is queued.
-        self._admit(job, now)
-        k = self._class_cache.get(job.request)
+        # is queued. _admit, _held_arrival and _put inlined, in that order (they run at every
+        # arrival; issue 18).
+        if type(now) is float and self.now <= now < _INF:  # _advance's hot path
+            self.now = now
+        else:
+            self._advance(now)
+        jid, req = job.id, job.request
+        if jid in self._known:
+            raise JobError(f"job {jid} is already known to the scheduler")
+        k = self._arrival_class.get(req)  # one look-up for a request seen before
         if k is None:
-            k = self._size_class(job.request)
-        self._held_arrival(job, now)
-        self._known.add(job.id)
-        self._put(job, k)
+            if req not in self._normalized:
+                self._normalize(req)
+            k = self._class_cache.get(req)
+            if k is None:
+                k = self._size_class(req)
+            self._arrival_class[req] = k
+        self.arrivals += 1  # _held_arrival
+        if self._first_arrival is None:
+            self._first_arrival = now
+        self._last_arrival = now
+        if self._dynamic:
+            self._stale = True
+        self._known.add(jid)
+        q = self.queues[k]
+        q.append(job)  # _put
+        self._waiting[jid] = job
+        self._seq += 1
+        ages = self._ages
+        if self._fifo and (not ages or job.submit >= ages[-1][0]):  # _push_age
+            ages.append((job.submit, self._seq, job, k))
+        else:
+            self._push_age((job.submit, self._seq, job, k))
+        self._count += 1
+        self._arrival_k = k
+        dirty = self._dirty
+        dirty.add(k)
+        if len(dirty) == 1 and self._plain_pass and not self._all_dirty and not self.stop_alloc:
+            # What _schedule would do, without its set-up: Q_k is the one queue that changed,
+            # so the pass allocates heads of Q_k while |Q_k| > N_k (the loop of _schedule, the
+            # same code), and then stops (a start releases nothing and changes no queue).
+            dirty.clear()
+            N = self.N
+            if len(q) <= N[k]:
+                return []
+            started = []
+            failed, allocate, waiting = self._failed, self.allocator.allocate, self._waiting
+            while len(q) > N[k]:
+                head = q[0]
+                hid = head.id
+                key = (self._releases, hid)
+                if failed[k] == key:
+                    break
+                alloc = allocate(head.request)
+                if alloc is None:
+                    failed[k] = key
+                    break
+                q.popleft()
+                del waiting[hid]
+                self._count -= 1
+                if hid == self.priority_job:
+                    self.stop_alloc, self.Q_j, self.priority_job = False, None, None
+                s = self.running[hid] = new_start(head, alloc, now)
+                rk = self._class_cache.get(alloc.request)
+                if rk is None:
+                    rk = self._size_class(alloc.request)
+                self._alloc_class[hid] = rk
+                N[rk] += 1
+                self.allocated += 1
+                self.total_delay += now - head.submit
+                if self._dynamic:
+                    self._stale = True
+                started.append(s)
+            return started
         return self._schedule(now)
 
     def _held_arrival(self, job, now):
@@ -259,7 +396,7 @@ class Lazy(Discipline):
             self._first_arrival = now
         self._last_arrival = now
         if self._dynamic:
-            self._update_threshold()
+            self._stale = True
 
     def _enqueue(self, job, now):
         self._put(job, self._size_class(job.request))
@@ -268,7 +405,7 @@ class Lazy(Discipline):
         self.queues[k].append(job)
         self._waiting[job.id] = job
         self._seq += 1
-        heapq.heappush(self._ages, (job.submit, self._seq, job, k))
+        self._push_age((job.submit, self._seq, job, k))
         self._count += 1
         self._arrival_k = k
         self._dirty.add(k)
@@ -292,21 +429,62 @@ class Lazy(Discipline):
             self.stop_alloc, self.Q_j, self.priority_job = False, None, None
 
     def depart(self, job_id, now):
-        self._advance(now)
+        if type(now) is float and self.now <= now < _INF:  # _advance's hot path
+            self.now = now
+        else:
+            self._advance(now)
         start = self.running.pop(job_id, None)
         if start is None:
             raise JobError(f"job {job_id} is not running")
         self._known.discard(job_id)
         alloc = start.allocation
         k = self._alloc_class.pop(job_id)
-        self.N[k] -= 1
+        N = self.N
+        N[k] -= 1
         started = []
-        self._check_threshold(now)  # step 1 (both modes)
-        if self.queues[k] and not self.stop_alloc:  # step 2: hand the subsystem over
-            head = self.queues[k][0]
+        # step 1 (both modes): _check_threshold, inlined
+        if not self.stop_alloc and self._count:
+            if self._stale:  # _current_threshold, with _update_threshold's arithmetic
+                self._stale = False
+                n, a = self.allocated, self.arrivals
+                if n and a >= 2 and self._last_arrival > self._first_arrival:
+                    d = self.total_delay / n
+                    self._threshold = d * d * ((a - 1) / (self._last_arrival - self._first_arrival))
+                else:
+                    self._threshold = None
+            t = self._threshold
+            if t is not None:
+                ages, waiting = self._ages, self._waiting
+                while True:  # _oldest: the count says a job waits
+                    _, _, job, jk = ages[0]
+                    if waiting.get(job.id) is job:
+                        break
+                    if self._fifo:  # _drop_age
+                        ages.popleft()
+                    else:
+                        heapq.heappop(ages)
+                if now >= job.submit + t:
+                    self.stop_alloc, self.Q_j, self.priority_job = True, jk, job.id
+        q = self.queues[k]
+        if q and not self.stop_alloc:  # step 2: hand the subsystem over
+            head = q[0]
             if self._reusable(alloc, head):
-                self._pop_head(k)
-                started.append(self._record_start(self._start_on(head, alloc, now)))
+                # _pop_head, _start_on and _record_start inlined; the allocation's class
+                # is k, the class it was counted in
+                q.popleft()
+                hid = head.id
+                del self._waiting[hid]
+                self._count -= 1
+                if hid == self.priority_job:
+                    self.stop_alloc, self.Q_j, self.priority_job = False, None, None
+                s = self.running[hid] = new_start(head, alloc, now)
+                self._alloc_class[hid] = k
+                N[k] += 1
+                self.allocated += 1
+                self.total_delay += now - head.submit
+                if self._dynamic:
+                    self._stale = True
+                started.append(s)
             else:
                 self._release(alloc)
                 s = self._start_head(k, now)
@@ -322,14 +500,23 @@ class Lazy(Discipline):
                 self._release(alloc)
             return started
         if alloc is not None:
-            self._release(alloc)
+            self.allocator.release(alloc)  # _release
+            self._releases += 1
+            self._all_dirty = True
+        elif not self._dirty and self._plain_pass and not self._all_dirty and not self.stop_alloc:
+            return started  # handed over: nothing released, no queue changed, _schedule starts nothing
         return started + self._schedule(now)
 
     def _reusable(self, alloc, head) -> bool:
         """Whether the departing allocation serves ``head`` as it is: unfolded, the very
         request the allocator would make for the head, and (under the live daemon's
         quarantine) no node of it down."""
-        if alloc.folds or self._normalize(head.request) != alloc.request:
+        if alloc.folds:
+            return False
+        r = self._normalized.get(head.request)
+        if r is None:
+            r = self._normalize(head.request)
+        if r is not alloc.request and r != alloc.request:
             return False
         down = getattr(self.allocator, "down", None)
         return not down or down.isdisjoint(alloc.nodes)
@@ -342,18 +529,74 @@ class Lazy(Discipline):
         return super().tick(now)
 
     def _schedule(self, now):
+        if not self._plain_pass or self.stop_alloc:
+            return self._schedule_general(now)
+        # The retry pass alone (no threshold check, stop_alloc not set): _schedule_general's
+        # loop reduced to what it does then -- one pass over the queues that may start
+        # something, after which nothing it did (starts release nothing and change no
+        # queue) could start more.
+        if not self._count:
+            return []
+        queues, N = self.queues, self.N
+        if self._all_dirty:
+            over = [(q[0].submit, k) for k, q, n in zip(self._ks, queues, N) if len(q) > n]
+            self._all_dirty = False
+        elif self._dirty:
+            over = [(queues[k][0].submit, k) for k in self._dirty if len(queues[k]) > N[k]]
+        else:
+            return []
+        self._dirty.clear()
+        if not over:
+            return []
+        if len(over) > 1:
+            over.sort()
+        started = []
+        failed, allocate, waiting = self._failed, self.allocator.allocate, self._waiting
+        for _, k in over:
+            q = queues[k]
+            while len(q) > N[k]:  # _start_head(k, now), _pop_head and _record_start inlined
+                head = q[0]
+                hid = head.id
+                key = (self._releases, hid)
+                if failed[k] == key:
+                    break  # nothing released since this head failed: it would fail again
+                alloc = allocate(head.request)
+                if alloc is None:
+                    failed[k] = key
+                    break
+                q.popleft()
+                del waiting[hid]
+                self._count -= 1
+                if hid == self.priority_job:
+                    self.stop_alloc, self.Q_j, self.priority_job = False, None, None
+                s = self.running[hid] = new_start(head, alloc, now)
+                rk = self._class_cache.get(alloc.request)
+                if rk is None:
+                    rk = self._size_class(alloc.request)
+                self._alloc_class[hid] = rk
+                N[rk] += 1
+                self.allocated += 1
+                self.total_delay += now - head.submit
+                if self._dynamic:
+                    self._stale = True
+                started.append(s)
+        return started
+
+    def _schedule_general(self, now):
         if self.literal:
             return self._literal_request(now)
         started = []
         queues, N, ages, waiting = self.queues, self.N, self._ages, self._waiting
+        check_events = self._check_events
         while self._count:
-            if not self.stop_alloc and self._threshold is not None:
+            if check_events and not self.stop_alloc and (
+                    self._current_threshold() if self._stale else self._threshold) is not None:
                 # _check_threshold, inlined: it runs once or twice per event.
                 while True:
                     _, _, job, k = ages[0]
                     if waiting.get(job.id) is job:
                         break
-                    heapq.heappop(ages)
+                    self._drop_age()
                 if now >= job.submit + self._threshold:
                     self.stop_alloc, self.Q_j, self.priority_job = True, k, job.id
             if self.stop_alloc:
@@ -373,12 +616,36 @@ class Lazy(Discipline):
             if len(over) > 1:
                 over.sort()
             progressed = False
+            failed, allocate = self._failed, self.allocator.allocate
             for _, k in over:
                 q = queues[k]
                 while len(q) > N[k]:
-                    s = self._start_head(k, now)
-                    if s is None:
+                    # _start_head(k, now), _pop_head and _record_start inlined (the retry
+                    # pass makes most allocation attempts)
+                    head = q[0]
+                    hid = head.id
+                    key = (self._releases, hid)
+                    if failed[k] == key:
+                        break  # nothing released since this head failed: it would fail again
+                    alloc = allocate(head.request)
+                    if alloc is None:
+                        failed[k] = key
                         break
+                    q.popleft()
+                    del waiting[hid]
+                    self._count -= 1
+                    if hid == self.priority_job:
+                        self.stop_alloc, self.Q_j, self.priority_job = False, None, None
+                    s = self.running[hid] = new_start(head, alloc, now)
+                    rk = self._class_cache.get(alloc.request)
+                    if rk is None:
+                        rk = self._size_class(alloc.request)
+                    self._alloc_class[hid] = rk
+                    N[rk] += 1
+                    self.allocated += 1
+                    self.total_delay += now - head.submit
+                    if self._dynamic:
+                        self._stale = True
                     started.append(s)
                     progressed = True
             if not progressed:
@@ -394,9 +661,9 @@ class Lazy(Discipline):
         return [s] if s is not None else []
 
     def next_wakeup(self):
-        if self.literal or self.stop_alloc or not self._count:
+        if not self._check_events or self.stop_alloc or not self._count:
             return None
-        t = self._threshold
+        t = self._current_threshold()
         if t is None:
             return None
         ages, waiting = self._ages, self._waiting
@@ -404,7 +671,7 @@ class Lazy(Discipline):
             job = ages[0][2]
             if waiting.get(job.id) is job:
                 return job.submit + t
-            heapq.heappop(ages)
+            self._drop_age()
 
     # ------------------------------------------------------------------ views
 
@@ -435,6 +702,7 @@ class Lazy(Discipline):
             "d_t": d,
             "lambda": lam,
             "literal": self.literal,
+            "threshold_check": self.threshold_check,
             "next_wakeup": self.next_wakeup(),
             "running": sorted(self.running, key=str),
         }

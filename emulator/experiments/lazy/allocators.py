@@ -28,9 +28,9 @@ def _f10_check(res):
     c = Check()
     for case in CASES:
         m = lambda s, a, x: res.mean("mean_queueing_delay", case=case, scheduler=s, allocator=a, load=x)  # noqa: E731
-        mids = _loads_from(res, 0.5, case=case)
+        mids = _loads_from(res, 0.0, case=case)  # the text states no load range: every load
         c(all(m("lazy", "free-list", x) <= 1.02 * m("lazy", "buddy", x) for x in mids),
-          f"case {case}: lazy with free list no worse than lazy with buddy (2% tolerance) at loads >= 0.5 ("
+          f"case {case}: lazy with free list no worse than lazy with buddy (2% tolerance) at every load ("
           + ", ".join(f"{x}: {fmt(m('lazy', 'free-list', x))} vs {fmt(m('lazy', 'buddy', x))}" for x in mids) + ")")
         hi = mids[-1]
         gain_alloc = abs(m("lazy", "buddy", hi) - m("lazy", "free-list", hi))
@@ -53,4 +53,5 @@ register(Experiment(
     settings=common_settings("The two workloads of the figure are not named in the text; we use Table "
                              "I's cases A (uniform/uniform) and B (normal/hyperexponential). Allocators "
                              "buddy and free-list."),
-    notes=NOTES))
+    notes=NOTES + " (3) The first sub-claim is now checked at every load (before: loads >= 0.5 only), "
+    "the text giving no range."))
