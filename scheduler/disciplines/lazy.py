@@ -551,36 +551,44 @@ class Lazy(Discipline):
         if len(over) > 1:
             over.sort()
         started = []
-        failed, allocate, waiting = self._failed, self.allocator.allocate, self._waiting
         for _, k in over:
-            q = queues[k]
-            while len(q) > N[k]:  # _start_head(k, now), _pop_head and _record_start inlined
-                head = q[0]
-                hid = head.id
-                key = (self._releases, hid)
-                if failed[k] == key:
-                    break  # nothing released since this head failed: it would fail again
-                alloc = allocate(head.request)
-                if alloc is None:
-                    failed[k] = key
-                    break
-                q.popleft()
-                del waiting[hid]
-                self._count -= 1
-                if hid == self.priority_job:
-                    self.stop_alloc, self.Q_j, self.priority_job = False, None, None
-                s = self.running[hid] = new_start(head, alloc, now)
-                rk = self._class_cache.get(alloc.request)
-                if rk is None:
-                    rk = self._size_class(alloc.request)
-                self._alloc_class[hid] = rk
-                N[rk] += 1
-                self.allocated += 1
-                self.total_delay += now - head.submit
-                if self._dynamic:
-                    self._stale = True
-                started.append(s)
+            self._fill(k, now, started)
         return started
+
+    def _fill(self, k, now, started) -> bool:
+        """Start heads of Q_k while |Q_k| > N_k and they fit (_start_head, _pop_head and
+        _record_start inlined: the retry pass makes most allocation attempts); whether any
+        started. Called once per queue that may start something, not per job."""
+        q, N = self.queues[k], self.N
+        failed, waiting = self._failed, self._waiting
+        n0 = len(started)
+        while len(q) > N[k]:
+            head = q[0]
+            hid = head.id
+            key = (self._releases, hid)
+            if failed[k] == key:
+                break  # nothing released since this head failed: it would fail again
+            alloc = self.allocator.allocate(head.request)
+            if alloc is None:
+                failed[k] = key
+                break
+            q.popleft()
+            del waiting[hid]
+            self._count -= 1
+            if hid == self.priority_job:
+                self.stop_alloc, self.Q_j, self.priority_job = False, None, None
+            s = self.running[hid] = new_start(head, alloc, now)
+            rk = self._class_cache.get(alloc.request)
+            if rk is None:
+                rk = self._size_class(alloc.request)
+            self._alloc_class[hid] = rk
+            N[rk] += 1
+            self.allocated += 1
+            self.total_delay += now - head.submit
+            if self._dynamic:
+                self._stale = True
+            started.append(s)
+        return len(started) > n0
 
     def _schedule_general(self, now):
         if self.literal:
@@ -616,38 +624,8 @@ class Lazy(Discipline):
             if len(over) > 1:
                 over.sort()
             progressed = False
-            failed, allocate = self._failed, self.allocator.allocate
             for _, k in over:
-                q = queues[k]
-                while len(q) > N[k]:
-                    # _start_head(k, now), _pop_head and _record_start inlined (the retry
-                    # pass makes most allocation attempts)
-                    head = q[0]
-                    hid = head.id
-                    key = (self._releases, hid)
-                    if failed[k] == key:
-                        break  # nothing released since this head failed: it would fail again
-                    alloc = allocate(head.request)
-                    if alloc is None:
-                        failed[k] = key
-                        break
-                    q.popleft()
-                    del waiting[hid]
-                    self._count -= 1
-                    if hid == self.priority_job:
-                        self.stop_alloc, self.Q_j, self.priority_job = False, None, None
-                    s = self.running[hid] = new_start(head, alloc, now)
-                    rk = self._class_cache.get(alloc.request)
-                    if rk is None:
-                        rk = self._size_class(alloc.request)
-                    self._alloc_class[hid] = rk
-                    N[rk] += 1
-                    self.allocated += 1
-                    self.total_delay += now - head.submit
-                    if self._dynamic:
-                        self._stale = True
-                    started.append(s)
-                    progressed = True
+                progressed = self._fill(k, now, started) or progressed
             if not progressed:
                 break
         return started
