@@ -49,13 +49,18 @@ def run(args) -> int:
     c.print(f"[bold]{exp.name}[/] ({exp.paper}, {exp.figure}): verdict [{colour}]{summary['verdict']}[/]")
     for item in summary["checks"]:
         c.print(f"  {'[green]✓[/]' if item['holds'] else '[red]✗[/]'} {item['claim']}", highlight=False)
+    print_runs(c, summary)
+    return 0
+
+
+def print_runs(c, summary: dict, title: str = "") -> None:
+    """What a reproduction or a sweep computed, where, and the files it wrote."""
     capped = sum(p["capped"] for p in summary["points"])
-    c.print(f"{len(summary['points'])} points, {summary['replications_computed']} runs computed in "
+    c.print(f"{title}{len(summary['points'])} points, {summary['replications_computed']} runs computed in "
             f"{summary['wall_seconds']:.1f} s on {summary['executor']}"
             + (f", {capped} point(s) at the replication cap" if capped else ""), highlight=False)
     for k in ("REPORT.md", "figure.png", "results.csv"):
         c.print(f"  {summary['outputs'][k]}", highlight=False)
-    return 0
 
 
 def check_dask(args) -> None:

@@ -4,7 +4,7 @@ built once, before the first run: a malformed file or an unknown policy is a one
 from __future__ import annotations
 
 from emulator.cli import UsageError, print_json
-from emulator.cli.reproduce import add_dask_options, check_dask
+from emulator.cli.reproduce import add_dask_options, check_dask, print_runs
 
 # flag -> (settings key, type of one value); an axis flag takes a comma list or repeats
 AXIS_FLAGS = {"topology": str, "allocator": str, "scheduler": str, "reduction": str, "gang": str,
@@ -93,13 +93,7 @@ def run(args) -> int:
         return 0
     from rich.console import Console
 
-    c = Console()
-    capped = sum(p["capped"] for p in summary["points"])
-    c.print(f"[bold]{sweep.name}[/]: {len(summary['points'])} points, {summary['replications_computed']} runs "
-            f"computed in {summary['wall_seconds']:.1f} s on {summary['executor']}"
-            + (f", {capped} point(s) at the replication cap" if capped else ""), highlight=False)
-    for k in ("REPORT.md", "figure.png", "results.csv"):
-        c.print(f"  {summary['outputs'][k]}", highlight=False)
+    print_runs(Console(), summary, f"[bold]{sweep.name}[/]: ")
     return 0
 
 

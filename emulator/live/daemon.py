@@ -39,6 +39,7 @@ from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol as P
+from emulator.live import sockets
 from emulator.live.manager import ProcessorManager
 from emulator.live.views import _jsonable  # noqa: F401  (tests and tools import it from here)
 
@@ -71,19 +72,8 @@ class Daemon(ProcessorManager):
     # ------------------------------------------------------------------ sockets
 
     def bind(self):
-        self.ctx = zmq.Context()
-        if os.sched_getscheduler(0) == os.SCHED_OTHER:
-            # the I/O thread at SCHED_BATCH: woken by each message the main thread queues,
-            # at SCHED_NORMAL it preempted the main thread once per node of a job's ``run``
-            # fan-out (64 messages: 1.1 ms, 0.2 ms without the ping-pong); under --rt-priority
-            # it inherits SCHED_RR instead (a slot switch must reach every node first)
-            self.ctx.set(zmq.THREAD_SCHED_POLICY, os.SCHED_BATCH)
-        r = self.router = self.ctx.socket(zmq.ROUTER)
-        r.setsockopt(zmq.LINGER, 0)
-        r.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        r.setsockopt(zmq.MAXMSGSIZE, P.MAX_WIRE)
-        r.setsockopt(zmq.SNDHWM, 200_000)
-        r.setsockopt(zmq.RCVHWM, 200_000)
+        self.ctx = sockets.server_context()
+        r = self.router = sockets.router(self.ctx, 200_000)
         r.setsockopt(zmq.BACKLOG, 4096)
         ctl = homemod.control_endpoint(self.home)
         ev = homemod.events_endpoint(self.home)

@@ -45,6 +45,7 @@ import zmq
 
 from emulator.live import home as homemod
 from emulator.live import protocol as P
+from emulator.live import sockets
 from emulator.live.netjobs import HELLO_WAIT, Jobs
 from emulator.live.netlinks import LINK_WINDOW, Links
 from scheduler.network.wormhole import Wormhole
@@ -94,17 +95,8 @@ class Interconnect:
     # ------------------------------------------------------------------ sockets
 
     def bind(self):
-        self.ctx = zmq.Context()
-        if os.sched_getscheduler(0) == os.SCHED_OTHER:
-            # as the daemon's (emulator.live.daemon.bind): at SCHED_NORMAL the I/O thread, woken
-            # by each frame queued, preempts this loop once per frame of a release burst
-            self.ctx.set(zmq.THREAD_SCHED_POLICY, os.SCHED_BATCH)
-        r = self.router = self.ctx.socket(zmq.ROUTER)
-        r.setsockopt(zmq.LINGER, 0)
-        r.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        r.setsockopt(zmq.MAXMSGSIZE, P.MAX_WIRE)
-        r.setsockopt(zmq.SNDHWM, 100_000)
-        r.setsockopt(zmq.RCVHWM, 100_000)
+        self.ctx = sockets.server_context()
+        r = self.router = sockets.router(self.ctx, 100_000)
         ep = net_endpoint(self.home)
         try:
             os.unlink(ep[len("ipc://"):])  # a stale socket of a killed interconnect
