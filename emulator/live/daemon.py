@@ -337,11 +337,7 @@ def main(argv=None) -> int:
     try:
         d.serve()
     finally:
-        for f in ("daemon.pid", "daemon.sock", "events.sock"):
-            try:
-                (home / f).unlink()
-            except FileNotFoundError:
-                pass
+        homemod.remove(home, "daemon.pid", "daemon.sock", "events.sock")
     return 0
 
 

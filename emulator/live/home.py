@@ -107,6 +107,15 @@ def read_pidfile(path: Path) -> psutil.Process | None:
         return None
 
 
+def remove(home: Path, *names: str) -> None:
+    """Remove a process's files from the home when it stops (pidfile, socket files)."""
+    for f in names:
+        try:
+            (home / f).unlink()
+        except FileNotFoundError:
+            pass
+
+
 def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj))

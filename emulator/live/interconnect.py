@@ -405,11 +405,7 @@ def main(argv=None) -> int:
         ic.serve()
     finally:
         ic.close()
-        for f in ("interconnect.pid", "net.sock"):
-            try:
-                (home / f).unlink()
-            except FileNotFoundError:
-                pass
+        homemod.remove(home, "interconnect.pid", "net.sock")
     return 0
 
 
