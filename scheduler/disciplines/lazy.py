@@ -351,40 +351,14 @@ class Lazy(Discipline):
         dirty.add(k)
         if len(dirty) == 1 and self._plain_pass and not self._all_dirty and not self.stop_alloc:
             # What _schedule would do, without its set-up: Q_k is the one queue that changed,
-            # so the pass allocates heads of Q_k while |Q_k| > N_k (the loop of _schedule, the
-            # same code), and then stops (a start releases nothing and changes no queue).
+            # so the pass allocates heads of Q_k while |Q_k| > N_k (_fill, as _schedule does),
+            # and then stops (a start releases nothing and changes no queue).
             dirty.clear()
             N = self.N
             if len(q) <= N[k]:
                 return []
             started = []
-            failed, allocate, waiting = self._failed, self.allocator.allocate, self._waiting
-            while len(q) > N[k]:
-                head = q[0]
-                hid = head.id
-                key = (self._releases, hid)
-                if failed[k] == key:
-                    break
-                alloc = allocate(head.request)
-                if alloc is None:
-                    failed[k] = key
-                    break
-                q.popleft()
-                del waiting[hid]
-                self._count -= 1
-                if hid == self.priority_job:
-                    self.stop_alloc, self.Q_j, self.priority_job = False, None, None
-                s = self.running[hid] = new_start(head, alloc, now)
-                rk = self._class_cache.get(alloc.request)
-                if rk is None:
-                    rk = self._size_class(alloc.request)
-                self._alloc_class[hid] = rk
-                N[rk] += 1
-                self.allocated += 1
-                self.total_delay += now - head.submit
-                if self._dynamic:
-                    self._stale = True
-                started.append(s)
+            self._fill(k, now, started)
             return started
         return self._schedule(now)
 
