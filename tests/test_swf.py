@@ -122,6 +122,59 @@ def test_malformed_line_names_its_line(tmp_path, bad, match):
         read_jobs(p, "hypercube:4")
 
 
+_TRICKY = [
+    "-", "1-2", "--1", "-1-", "- 1", "+1", "1_0", "0x10", "1e3", "1.0", "nan", "\u0663", "\xa0",
+    "9223372036854775807", "9223372036854775808", "-9223372036854775809", "99999999999999999999999",
+    "007", "-0", "-007",
+]
+
+
+@pytest.mark.parametrize("tok", _TRICKY)
+@pytest.mark.parametrize("where", [0, 1, 17])
+def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
+    """The column reader's values are int()'s, or it declines (None) and read_swf decides."""
+    from emulator.sim.swf import FIELDS, _fast_columns
+
+    vals = [str(v) for v in (3, 2, -1, 10, 4)] + ["-1"] * 13
+    vals[where] = tok
+    text = "; Version: 2.2\n" + line(1, 0, -1, 10, 4) + "\n\n" + "\t".join(vals) + "  \n" + line(5, 9, -1, 7, 2)
+    p = write(tmp_path, text)
+    wanted = tuple(range(18))
+    fast = _fast_columns(p, wanted)
+    try:
+        log = read_swf(p)
+    except SwfError:
+        assert fast is None
+        return
+    if fast is None:
+        return
+    comments, columns, lines = fast
+    assert comments == log.comments and lines == log.lines == [2, 4, 5]
+    assert columns == [[r.values()[i] for r in log.records] for i in wanted]
+    assert all(type(v) is int for col in columns for v in col)
+    assert len(FIELDS) == len(columns)
+
+
+@pytest.mark.parametrize("text", [
+    line(1, 0, -1, 10, 4) + "\n" + line(2, 5, -1, 10)[:-3],  # 17 fields
+    line(1, 0, -1, 10, 4)[:-3] + "\n" + line(2, 5, -1, 10)[:-3],  # 17 fields on every line
+    line(1, 0, -1, 10, 4) + " 7\n" + line(2, 5, -1, 10) + " 7",  # 19
+    line(1, 0, -1, 10, 4) + "\r\n" + line(2, 5, -1, 10),
+    line(1, 0, -1, 10, 4) + "\n" + line(2, 5, -1, 10) + " ;x",
+])
+def test_fast_columns_decline_what_is_unusual(tmp_path, text):
+    from emulator.sim.swf import _fast_columns
+
+    assert _fast_columns(write(tmp_path, text), (0, 1)) is None
+
+
+def test_fast_columns_of_a_log_without_jobs(tmp_path):
+    from emulator.sim.swf import _fast_columns
+
+    assert _fast_columns(write(tmp_path, "; Version: 2.2\n\n"), (0, 3)) == ([" Version: 2.2"], [[], []], [])
+    assert len(read_jobs(write(tmp_path, "; Version: 2.2\n"), "hypercube:2")) == 0
+
+
 def test_job_larger_than_the_machine_is_named(tmp_path):
     p = write(tmp_path, "\n".join([line(1, 0, -1, 10, 4), line(77, 1, -1, 10, 33)]))
     with pytest.raises(SwfError, match=r":2: job 77 asks for 33 processors; mesh:8x4 has 32"):

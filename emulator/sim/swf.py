@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import math
 import os
 import re
+import warnings
 import zlib
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Iterable, Iterator
+
+import numpy as np
 
 from scheduler.jobs import Job
 from scheduler.topology import Request, RequestError, parse_topology
@@ -229,7 +232,7 @@ def read_swf(path) -> SwfLog:
     return SwfLog(_read_header(comments), comments, records, lines)
 
 
-_PLAIN = str.maketrans("", "", "0123456789- \t\n")  # what job lines of plain integers are made of
+_NOT_PLAIN = b"0123456789- \t\n"  # what job lines of plain integers are made of
 
 
 def _fast_columns(path, wanted):
@@ -240,10 +243,11 @@ def _fast_columns(path, wanted):
     line, a bad gzip stream), so that :func:`read_swf` reads the log and says what is wrong.
     The lines and comments are :func:`iter_swf`'s.
 
-    Issue 18: the file is decoded in one piece and its job lines split in one call, not line
-    by line. Each job line is joined with a ``;`` token after it (a character no job line may
-    hold), so the one split shows whether every line has exactly 18 fields: the marker is
-    every 19th token and nowhere else."""
+    Issue 18: the job lines are parsed by numpy's ``loadtxt`` in one call, into int64 columns.
+    Once only digits, minus and the separators are left, what it accepts is what ``int``
+    accepts with the same value: it refuses a token such as ``-``, ``1-2`` or ``--1``, a
+    value outside int64 and a line whose field count differs from the first line's (the
+    first line's count is checked here)."""
     try:
         with open(os.fspath(path), "rb") as f:
             data = f.read()
@@ -264,27 +268,23 @@ def _fast_columns(path, wanted):
             continue
         job_lines.append(raw)
         lines.append(lineno)
-    n = len(job_lines)
+    if not job_lines:
+        return comments, [[] for _ in wanted], lines
     body = "\n".join(job_lines)
-    if body.translate(_PLAIN):  # a character other than digits, minus and the separators
-        return None
-    if "-" in body:  # a minus only at the start of a token and followed by a digit
-        spaced = " " + body.replace("\t", " ").replace("\n", " ") + " "
-        if "- " in spaced or "-" in spaced.replace(" -", " "):
-            return None
-    tokens = (" ;\n".join(job_lines) + " ;").split()
-    if len(tokens) != 19 * n or tokens[18::19].count(";") != n:
-        return None  # a line without 18 fields (no job line holds a ";": only the markers do)
-    return comments, [_ints(tokens[i::19]) for i in wanted], lines
-
-
-def _ints(tokens: list) -> list:
-    """``list(map(int, tokens))`` for tokens of an optional minus and ASCII digits, through
-    the JSON parser (faster); a token with a leading zero, which JSON refuses, goes to int."""
+    if not body.isascii() or body.encode("ascii").translate(None, _NOT_PLAIN):
+        return None  # a character other than digits, minus and the separators
     try:
-        return json.loads("[" + ",".join(tokens) + "]")
-    except ValueError:
-        return list(map(int, tokens))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a warning (numpy's deprecations) is a refusal too
+            table = np.loadtxt(job_lines, dtype=np.int64, comments=None, ndmin=2)
+    except (ValueError, OverflowError, Warning):
+        return None
+    if table.shape != (len(job_lines), 18):
+        return None
+    return comments, table.T[list(wanted)].tolist(), lines
+
+
+_submit = attrgetter("submit")
 
 
 def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.5) -> JobList:
@@ -305,25 +305,28 @@ def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.
         columns = [[r.values()[i] for r in log.records] for i in wanted]
     skipped: dict[str, list] = {}
     clamped: list = []
-    seen: dict[int, int] = {}
     requests: dict = {}
     jobs = []
     size = topo.size
-    for job_no, submit, run, procs, req_procs, req_time, user, lineno in zip(*columns, lines):
-        if job_no in seen:
-            raise SwfError(f"{path}:{lineno}: job number {job_no} repeats (first on line {seen[job_no]})")
-        seen[job_no] = lineno
-        p = procs if procs > 0 else req_procs
-        if submit < 0:
-            skipped.setdefault("unknown submit time", []).append(job_no)
-            continue
-        if run < 0:
-            skipped.setdefault("unknown run time", []).append(job_no)
-            continue
-        if p <= 0:
-            skipped.setdefault("unknown size", []).append(job_no)
-            continue
-        if p > size:
+    job_nos, submits, runs, procs, req_procs, req_times, users = columns
+    if len(set(job_nos)) != len(job_nos):  # issue 18: a set, not a dictionary lookup per job
+        seen: dict = {}
+        for job_no, lineno in zip(job_nos, lines):
+            if job_no in seen:
+                raise SwfError(f"{path}:{lineno}: job number {job_no} repeats (first on line {seen[job_no]})")
+            seen[job_no] = lineno
+    sizes = [a if a > 0 else b for a, b in zip(procs, req_procs)]
+    for job_no, submit, run, p, req_time, user, lineno in zip(job_nos, submits, runs, sizes, req_times, users, lines):
+        if submit < 0 or run < 0 or p <= 0 or p > size:  # one test for the usual job
+            if submit < 0:
+                skipped.setdefault("unknown submit time", []).append(job_no)
+                continue
+            if run < 0:
+                skipped.setdefault("unknown run time", []).append(job_no)
+                continue
+            if p <= 0:
+                skipped.setdefault("unknown size", []).append(job_no)
+                continue
             raise SwfError(f"{path}:{lineno}: job {job_no} asks for {p} processors; {topo} has {topo.size}")
         req = requests.get(p)
         if req is None:  # one Request (and one check) per distinct size: logs reuse a few sizes
@@ -336,13 +339,16 @@ def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.
         if run == 0:
             run = min_runtime
             clamped.append(job_no)
-        meta = {"swf_line": lineno}
-        if user >= 0:
-            meta["user"] = user
-        if req_time > 0:
-            meta["requested_time"] = req_time / time_unit
-        jobs.append(Job(job_no, submit / time_unit, req, run / time_unit, meta=meta))
-    jobs.sort(key=lambda j: j.submit)  # stable: equal submit times keep file order
+        if user >= 0 and req_time > 0:  # the usual job: the dictionary in one piece
+            meta = {"swf_line": lineno, "user": user, "requested_time": req_time / time_unit}
+        else:
+            meta = {"swf_line": lineno}
+            if user >= 0:
+                meta["user"] = user
+            if req_time > 0:
+                meta["requested_time"] = req_time / time_unit
+        jobs.append(Job(job_no, submit / time_unit, req, run / time_unit, "", meta))
+    jobs.sort(key=_submit)  # stable: equal submit times keep file order
     return JobList(jobs, header=header, clamped=clamped, skipped=skipped, time_unit=time_unit,
                    path=os.fspath(path))
 
