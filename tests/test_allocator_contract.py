@@ -146,3 +146,48 @@ def test_scattered_pieces_reported():
     a = alloc.allocate(Request.processors(5))
     assert a.nodes == frozenset(range(5))
     assert all(isinstance(p, Scattered) for p in a.pieces)
+
+
+def test_naive_fast_path_equals_the_base_bookkeeping():
+    """naive's fast path (its piece made when read, the ids put back by slices or a merge)
+    gives what the base class's allocate/release give, in any release order, and a folded
+    copy (size reduction) releases like the original."""
+    import copy
+    import pickle
+    import random
+
+    from scheduler.allocators.base import Allocation
+    from scheduler.allocators.naive import Naive
+
+    class Eager(Naive):  # a changed hook: the base class's allocate and release over naive's search
+        def _release(self, pieces):
+            Naive._release(self, pieces)
+
+    fast, slow = allocators.create("naive", "hypercube:6"), Eager(parse_topology("hypercube:6"))
+    assert fast.allocate.__func__ is Naive._fast_allocate and "allocate" not in vars(slow)
+    rng = random.Random(5)
+    live = []
+    for step in range(600):
+        if live and (rng.random() < 0.45 or fast.free_count == 0):
+            a, b = live.pop(rng.randrange(len(live)))
+            if rng.random() < 0.2:
+                a = a.folded(1, a.request)  # the same serial, an eager Allocation
+                assert type(a) is Allocation
+            fast.release(a)
+            slow.release(b)
+        else:
+            req = Request.processors(rng.choice([1, 2, 3, 4, 8, 13, 16, 32]))
+            a, b = fast.allocate(req), slow.allocate(req)
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert isinstance(a, Allocation) and a.pieces == b.pieces and a.nodes == b.nodes
+                assert (a.size, a.serial, a.request, a.asked, a.folds) == (b.size, b.serial, b.request, b.asked, b.folds)
+                assert str(a) == str(b) and a.to_dict() == b.to_dict()
+                live.append((a, b))
+        assert fast._free == sorted(fast._free) == slow._free and fast.used == slow.used
+    a = fast.allocate(Request.processors(3))
+    for c in (copy.copy(a), pickle.loads(pickle.dumps(a, protocol=pickle.HIGHEST_PROTOCOL))):
+        assert c.pieces == a.pieces and c.nodes == a.nodes and c.serial == a.serial
+    fast.release(a)
+    with pytest.raises(AllocationError):
+        fast.release(a)
