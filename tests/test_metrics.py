@@ -138,3 +138,24 @@ def test_the_live_monitor_uses_the_same_formulas():
     assert m["mean_queueing_delay"] == 0.0
     assert m["power"] == M.power(m["throughput"], 0.0) == math.inf  # as in the simulator
     assert MonitorState("hypercube:2").metrics(1.0)["power"] is None  # nothing allocated yet
+
+
+@pytest.mark.parametrize("scheduler,allocator", [("fcfs", "naive"), ("lazy", "buddy"), ("scan-up", "gray-code")])
+def test_the_batched_observer_gives_the_numbers_of_the_called_one(scheduler, allocator):
+    """The engine notes each event for the metrics (their ``batch`` hooks) when they are its
+    only observer; with a second observer (here ``progress``) it calls ``observe``. Same
+    numbers, same records, whether or not the run ends at a time."""
+    from emulator.sim.simulator import Simulation
+    from emulator.sim.workloads import generate
+
+    for until in (None, 300.0):
+        runs = []
+        for progress in (None, lambda now, done: None):
+            jobs = list(generate("hypercube:6", 0.85, "uniform", "hyperexp", seed=3, jobs=700))
+            policy = build(StackConfig("hypercube:6", allocator, scheduler)).policy
+            sim = Simulation(policy, jobs, until=until, keep_records=True, keep_nodes=True, samples=7,
+                             progress=progress)
+            res = sim.run()
+            runs.append((res.metrics, [vars(r) for r in res.records]))
+        assert runs[0] == runs[1]
+        assert runs[0][0]["completed"] > 100

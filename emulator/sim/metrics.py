@@ -142,7 +142,11 @@ class SimMetrics:
     system) are advanced at every event, as the numbers of a run depend on it (in batches of
     events, see ``_observer``; ``done``, ``records`` and ``delay_series`` are complete once
     :meth:`result` or :attr:`completed` has been read). The per-job
-    sums (turnaround, per size, L/S) are taken at the end from ``done``, in completion order."""
+    sums (turnaround, per size, L/S) are taken at the end from ``done``, in completion order.
+
+    ``batch`` (without a completion count to stop at): ``(note, flush)``, which an engine may
+    call instead of ``observe``, the same numbers: ``note((t, kind, item, decisions))`` for
+    every event and ``flush()`` now and then (issue 18: no call per event)."""
 
     def __init__(self, policy, *, until=None, completions=None, warmup=0, samples=20,
                  keep_records=False, keep_nodes=False):
@@ -156,7 +160,7 @@ class SimMetrics:
         # S counts the nodes a job is given before any folding: a count request rounded up
         # to its cube or submesh (lazy 4.2)
         normalize = policy.normalize
-        self.observe, self._state = _observer(self, normalize, keep_nodes)
+        self.observe, self._state, self.batch = _observer(self, normalize, keep_nodes)
 
     @property
     def completed(self) -> int:
@@ -238,18 +242,22 @@ _BATCH = 64  # events the observer notes before it folds them into its counters:
 
 
 def _observer(m: SimMetrics, normalize, keep_nodes: bool):
-    """``(observe, state)``: the observer's hook and a function reading its counters.
+    """``(observe, state, batch)``: the observer's hook, a function reading its counters and,
+    when the observer never stops a run, the engine's batch hooks (``(note, flush)``; see
+    :class:`SimMetrics`), else None.
 
-    Issue 18: ``observe`` only notes the event (with the number of running jobs, which the
-    fragmentation sample compares with the jobs in system at that moment) and ``flush``
-    folds the noted events into the counters every ``_BATCH`` events and whenever the state
-    is read: the same arithmetic on the same values in the same order, so the same numbers,
-    at about half the cost of doing it inside the event loop (the counters are locals of
-    ``flush`` there, and the loop runs hot). The stop at the N-th completion needs only the
-    count of departures, kept by ``observe``. Busy nodes, jobs in system and the size are
-    floats: the same values (small integers are exact) on the interpreter's fast path for
-    floats."""
-    size, running, warmup, every = float(m.size), m.running, m.warmup, m.every
+    Issue 18: ``observe`` only notes the event and ``flush`` folds the noted events into the
+    counters every ``_BATCH`` events and whenever the state is read: the same arithmetic on
+    the same values in the same order, so the same numbers, at about half the cost of doing
+    it inside the event loop (the counters are locals of ``flush`` there, and the loop runs
+    hot). The stop at the N-th completion needs only the count of departures, kept by
+    ``observe``. The running jobs, which the fragmentation sample compares with the jobs in
+    system, are the starts so far less the departures (A - C, plus those running before the
+    first event): every start is a decision the observer sees, every departure an event.
+    Busy nodes, jobs in system and the size are floats: the same values (small integers are
+    exact) on the interpreter's fast path for floats."""
+    size, warmup, every = float(m.size), m.warmup, m.every
+    running_before = len(m.running)
     stop_after = m.completions if m.completions is not None else -1
     done, records, series, demand = m.done, m.records, m.delay_series, {}
     # the counters: C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy,
@@ -257,20 +265,20 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
     # completion (None until then)
     st = [0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, every if every is not None else math.inf,
           _Totals(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0) if warmup == 0 else None]
-    log: list = []  # (t, kind, item, starts, running jobs) of the events not yet folded in
+    log: list = []  # (t, kind, item, starts) of the events not yet folded in
     push = log.append
     departed = 0
 
     if stop_after == -1:
         def observe(t, kind, item, starts):
-            push((t, kind, item, starts, len(running)))
+            push((t, kind, item, starts))
             if len(log) >= _BATCH:
                 flush()
             return False
     else:
         def observe(t, kind, item, starts):
             nonlocal departed
-            push((t, kind, item, starts, len(running)))
+            push((t, kind, item, starts))
             if kind == DEPART:
                 departed += 1  # C, as flush will count it
             if len(log) >= _BATCH:
@@ -279,7 +287,7 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
 
     def flush():
         C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window = st
-        for t, kind, item, starts, n_running in log:
+        for t, kind, item, starts in log:
             dt = t - last
             if dt:
                 area += busy * dt
@@ -317,7 +325,7 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
                     R += s.time - s.job.submit
                     busy += s.allocation.size
                 A += len(starts)
-            elif in_system > n_running:
+            elif in_system > A - C + running_before:  # jobs wait
                 frag_sum += (size - busy) / size
                 frag_n += 1
         log.clear()
@@ -330,7 +338,7 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
                 "sys_area": sys_area, "last": last, "frag_sum": frag_sum, "frag_n": frag_n, "busy": busy,
                 "in_system": in_system, "next_sample": next_sample, "window": window}
 
-    return observe, state
+    return observe, state, ((push, flush) if stop_after == -1 else None)
 
 
 def _record(t, s, keep_nodes: bool) -> JobRecord:
