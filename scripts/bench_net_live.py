@@ -94,7 +94,8 @@ def throughput(window: float) -> float:
         stop_cluster(home)
 
 
-def agreement(dilation: float, mtbs: float = 25.0, n: int = 200, prompt: bool = True) -> dict:
+def agreement(dilation: float, mtbs: tuple[float, float] = (25.0, 25.0), n: int = 200, prompt: bool = True) -> dict:
+    """The chapter-6 run at ``dilation``; ``mtbs``: the inside job's and the outside job's."""
     import subprocess
 
     warm = n // 10
@@ -102,11 +103,11 @@ def agreement(dilation: float, mtbs: float = 25.0, n: int = 200, prompt: bool = 
     os.environ["MCEMU_PROMPT_WAKEUPS"] = "1" if prompt else "0"
     home, c = _cluster(dilation, "naive")
     try:
-        placed = ch6.place(c, ({"shape": [4, 4]}, pattern_command("transpose", 4, 4, mtbs, n, warm, group="ch6")),
-                           ({"shape": [4, 4]}, pattern_command("diagonal", 4, 4, mtbs, n, warm, group="ch6")))
+        placed = ch6.place(c, ({"shape": [4, 4]}, pattern_command("transpose", 4, 4, mtbs[0], n, warm, group="ch6")),
+                           ({"shape": [4, 4]}, pattern_command("diagonal", 4, 4, mtbs[1], n, warm, group="ch6")))
         js = _wait(c, {placed["inside"]: 12 * n, placed["outside"]: 4 * n}, 600)
         f = home / "jobs.json"
-        f.write_text(json.dumps(ch6.job_file(placed["nodes"], {"inside": mtbs, "outside": mtbs})))
+        f.write_text(json.dumps(ch6.job_file(placed["nodes"], {"inside": mtbs[0], "outside": mtbs[1]})))
         sim = json.loads(subprocess.run([sys.executable, "-m", "emulator", "net", "simulate", "--mesh", "8x8",
                                          "--job-file", str(f), "--messages", str(n), "--warmup", str(warm),
                                          "--json"], check=True, capture_output=True, text=True).stdout)
@@ -135,7 +136,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--window", type=float, default=10.0, help="seconds of the throughput window")
     ap.add_argument("--dilations", default="1000,300,200,100,30", help="dilations to try, decreasing")
+    ap.add_argument("--pairs", default=None, metavar="IN/OUT,...",
+                    help="only the agreement at the first dilation for these MTBS pairs (inside/outside job), "
+                         "e.g. 0/0,25/250,250/25,100/100")
     a = ap.parse_args(argv)
+    if a.pairs:
+        d = float(a.dilations.split(",")[0])
+        for pair in a.pairs.split(","):
+            mi, mo = (float(x) for x in pair.split("/"))
+            r = agreement(d, (mi, mo))
+            print(f"MTBS {mi:g}/{mo:g} at dilation {d:g}: " + ", ".join(
+                f"{k} live {v['live_us']:.2f} us vs simulated {v['sim_us']:.2f} us ({v['error']:+.1%})"
+                for k, v in r["jobs"].items()) + f"; delivery error p99 {r['lateness_us']['p99']} us", flush=True)
+        print(f"load average (1, 5, 15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        return 0
     print(__doc__)
     rate = throughput(a.window)
     print(f"1. throughput: {rate:,.0f} messages/s through the interconnect (64 tasks, all-to-all, MTBS 0, "
