@@ -2,7 +2,8 @@
 
 The package is built in tmp_path as an installed distribution would be: the module and a
 ``*.dist-info`` folder with ``METADATA`` and ``entry_points.txt``, on the path of the ``mcemu``
-processes (real importlib.metadata discovery, as after ``pip install``)."""
+processes (real importlib.metadata discovery, as after ``pip install``); and once by a real
+``pip install`` of the README's example project."""
 from __future__ import annotations
 
 import json
@@ -117,3 +118,45 @@ def test_plugins_load_in_process_once_and_refuse_duplicates(tmp_path, monkeypatc
     assert disciplines.REGISTRY.get("fcfs").__name__ == "FCFS"  # the paper's policy stays
     monkeypatch.undo()
     registry.reset_plugins()
+
+
+README_PLUGIN = '''\
+from scheduler.disciplines.fcfs import FCFS
+
+
+class SmallestFirst(FCFS):
+    """The smallest waiting request first (its head blocks, like FCFS)."""
+
+    def _enqueue(self, job, now):
+        size = self.normalize(job.request).processors_needed
+        q = self._queue
+        i = next((i for i, j in enumerate(q) if self.normalize(j.request).processors_needed > size), len(q))
+        q.insert(i, job)
+        self._blocked = None
+'''
+
+
+def test_a_pip_installed_plugin_as_the_readme_shows(tmp_path):
+    """The README's plugin project, installed by a real ``pip install`` (into a target folder
+    of its own, so the test leaves the environment as it was): ``mcemu policies`` lists it and
+    ``mcemu simulate`` runs it."""
+    proj = tmp_path / "my-policies"
+    (proj / "my_policies").mkdir(parents=True)
+    (proj / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "my-policies"\nversion = "0.1"\n\n'
+        '[project.entry-points."mcemu.policies"]\nsmallest-first = "my_policies:SmallestFirst"\n')
+    (proj / "my_policies" / "__init__.py").write_text(README_PLUGIN)
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--no-index", "--target", str(site), str(proj)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
+    assert r.returncode == 0, r.stderr
+    assert list(site.glob("my_policies-0.1.dist-info/entry_points.txt"))
+    r = mcemu(site, "policies", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "smallest-first" in r.stdout
+    run = ["simulate", "--topology", "hypercube:5", "--load", "0.8", "--jobs", "400", "--seed", "3", "--json"]
+    mine, fcfs = (json.loads(mcemu(site, *run, "--scheduler", s).stdout) for s in ("smallest-first", "fcfs"))
+    assert mine["scheduler"] == "smallest-first" and mine["metrics"]["completed"] == fcfs["metrics"]["completed"]
+    assert mine["metrics"]["mean_queueing_delay"] != fcfs["metrics"]["mean_queueing_delay"]  # its own order
