@@ -149,6 +149,7 @@ def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
     if fast is None:
         return
     comments, columns, lines = fast
+    columns = [c.tolist() for c in columns]
     assert comments == log.comments and lines == log.lines == [2, 4, 5]
     assert columns == [[r.values()[i] for r in log.records] for i in wanted]
     assert all(type(v) is int for col in columns for v in col)
@@ -171,7 +172,8 @@ def test_fast_columns_decline_what_is_unusual(tmp_path, text):
 def test_fast_columns_of_a_log_without_jobs(tmp_path):
     from emulator.sim.swf import _fast_columns
 
-    assert _fast_columns(write(tmp_path, "; Version: 2.2\n\n"), (0, 3)) == ([" Version: 2.2"], [[], []], [])
+    comments, columns, lines = _fast_columns(write(tmp_path, "; Version: 2.2\n\n"), (0, 3))
+    assert (comments, [c.tolist() for c in columns], lines) == ([" Version: 2.2"], [[], []], [])
     assert len(read_jobs(write(tmp_path, "; Version: 2.2\n"), "hypercube:2")) == 0
 
 
@@ -315,3 +317,30 @@ def test_writing_onto_a_directory_is_refused_and_leaves_nothing(tmp_path):
         write_swf(tmp_path / "none" / "x.swf", [SwfRecord(1, 0, -1, 10, 4)])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert list(d.iterdir()) == []
+
+
+@pytest.mark.parametrize("time_unit", [1.0, 3.0, 0.1])
+def test_column_replay_equals_the_loop(tmp_path, monkeypatch, time_unit):
+    """read_jobs builds the usual log's jobs column by column (_plain_jobs); the loop that
+    handles every case gives the same jobs, clamps and header."""
+    import emulator.sim.swf as swf
+
+    text = "\n".join(["; Version: 2.2", "; MaxNodes: 16",
+                      line(7, 40, -1, 5, 4, -1, -1, 4, 100, -1, 1, 3),
+                      line(3, 10, -1, 0, -1, -1, -1, 3, -1, -1, 1, -1),  # run 0, size from field 8
+                      "",
+                      line(9, 10, -1, 7, 16, -1, -1, -1, 50, -1, 0, 2),
+                      line(4, 0, -1, 12345678901, 1, -1, -1, 1, 7, -1, 1, 0)])
+    p = write(tmp_path, text)
+    fast = swf.read_jobs(p, "hypercube:4", time_unit=time_unit, min_runtime=0.25)
+    monkeypatch.setattr(swf, "_plain_jobs", lambda *a: None)
+    slow = swf.read_jobs(p, "hypercube:4", time_unit=time_unit, min_runtime=0.25)
+    key = lambda j: (j.id, j.submit, j.request, j.runtime, j.name, j.meta)  # noqa: E731
+    assert [key(j) for j in fast] == [key(j) for j in slow]
+    assert [j.id for j in fast] == [4, 3, 9, 7]
+    assert all(type(j.id) is int and type(j.submit) is float and type(j.runtime) is float for j in fast)
+    assert all(type(v) in (int, float) for j in fast for v in j.meta.values())
+    assert (fast.clamped, fast.skipped, fast.header, fast.time_unit, fast.path) == \
+        (slow.clamped, slow.skipped, slow.header, slow.time_unit, slow.path) == ([3], {}, fast.header, time_unit, str(p))
+    assert fast.header["MaxNodes"] == "16"
+

@@ -24,7 +24,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from emulator.sim.engine import DEPART, Engine
+import contextlib
+
+from emulator.sim.engine import DEPART, Engine, cycle_gc_paused
 from emulator.sim.metrics import JobRecord, SimMetrics, ls_ratio
 from scheduler.jobs import Job
 from scheduler.stack import StackConfig, build
@@ -113,9 +115,11 @@ class Simulation:
         observers = ([metrics] + ([model] if hasattr(model, "observe") else [])
                      + ([_Trace(self.trace)] if self.trace else []))
         engine = Engine(self.d, self.jobs, model=model, observers=observers, on_reject=reject, progress=progress)
-        engine.run(self.until)
-        self.events = engine.events
-        m = metrics.result(engine.now, engine.events)
+        # the plain work model: no cycles to collect (cycle_gc_paused); another may make some
+        with cycle_gc_paused() if model is None else contextlib.nullcontext():
+            engine.run(self.until)
+            self.events = engine.events
+            m = metrics.result(engine.now, engine.events)
         comm = []
         if hasattr(model, "metrics"):
             m.update(model.metrics(self.warmup))
