@@ -137,7 +137,8 @@ def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
 
     vals = [str(v) for v in (3, 2, -1, 10, 4)] + ["-1"] * 13
     vals[where] = tok
-    text = "; Version: 2.2\n" + line(1, 0, -1, 10, 4) + "\n\n" + "\t".join(vals) + "  \n" + line(5, 9, -1, 7, 2)
+    text = ("\n; Version: 2.2\n" + line(1, 0, -1, 10, 4) + "\n" + "\t".join(vals) + "  \n" + line(5, 9, -1, 7, 2)
+            + "\n \n\n")
     p = write(tmp_path, text)
     wanted = tuple(range(18))
     fast = _fast_columns(p, wanted)
@@ -150,7 +151,7 @@ def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
         return
     comments, columns, lines = fast
     columns = [c.tolist() for c in columns]
-    assert comments == log.comments and lines == log.lines == [2, 4, 5]
+    assert comments == log.comments and lines == log.lines == [3, 4, 5]
     assert columns == [[r.values()[i] for r in log.records] for i in wanted]
     assert all(type(v) is int for col in columns for v in col)
     assert len(FIELDS) == len(columns)
@@ -162,6 +163,10 @@ def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
     line(1, 0, -1, 10, 4) + " 7\n" + line(2, 5, -1, 10) + " 7",  # 19
     line(1, 0, -1, 10, 4) + "\r\n" + line(2, 5, -1, 10),
     line(1, 0, -1, 10, 4) + "\n" + line(2, 5, -1, 10) + " ;x",
+    line(1, 0, -1, 10, 4) + "\n\n" + line(2, 5, -1, 10),  # a blank line among the jobs
+    line(1, 0, -1, 10, 4) + "\n \t\n" + line(2, 5, -1, 10),
+    line(1, 0, -1, 10, 4) + "\n; a comment\n" + line(2, 5, -1, 10),
+    "; \xe9t\xe9\n" + line(1, 0, -1, 10, 4) + "\n" + line(2, 5, -1, 10) + " \xe9",
 ])
 def test_fast_columns_decline_what_is_unusual(tmp_path, text):
     from emulator.sim.swf import _fast_columns
@@ -344,3 +349,17 @@ def test_column_replay_equals_the_loop(tmp_path, monkeypatch, time_unit):
         (slow.clamped, slow.skipped, slow.header, slow.time_unit, slow.path) == ([3], {}, fast.header, time_unit, str(p))
     assert fast.header["MaxNodes"] == "16"
 
+
+
+def test_blank_lines_and_comments_among_the_jobs_are_read_the_long_way(tmp_path):
+    from emulator.sim.swf import _fast_columns
+
+    text = "; Version: 2.2\n\n; é\n" + line(1, 0, -1, 10, 4) + "\n\n; note\n" + line(2, 5, -1, 10, 2) + "\n"
+    p = write(tmp_path, text)
+    assert _fast_columns(p, (0,)) is None
+    jobs = read_jobs(p, "hypercube:3")
+    assert [(j.id, j.meta["swf_line"]) for j in jobs] == [(1, 4), (2, 7)]
+    assert read_swf(p).comments == [" Version: 2.2", " é", " note"]
+    p = write(tmp_path, text.replace("\n\n; note", ""), "u.swf")
+    comments, columns, lines = _fast_columns(p, (0, 1))
+    assert (comments, [c.tolist() for c in columns], lines) == ([" Version: 2.2", " é"], [[1, 2], [0, 5]], [4, 5])

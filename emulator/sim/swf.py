@@ -233,22 +233,25 @@ def read_swf(path) -> SwfLog:
     return SwfLog(_read_header(comments), comments, records, lines)
 
 
-_NOT_PLAIN = b"0123456789- \t\n"  # what job lines of plain integers are made of
+_PLAIN = b"0123456789- \t\n"  # what job lines of plain integers are made of
 
 
 def _fast_columns(path, wanted):
-    """``(comments, columns, lines)`` of a log whose job lines are 18 plain integers each
-    (an optional minus and ASCII digits: values ``int`` reads as :func:`iter_swf` does), the
-    fields ``wanted`` (0-based) as int64 arrays, without a record object per line; None
-    when anything is unusual (another token or character, a carriage return, a malformed
-    line, a bad gzip stream), so that :func:`read_swf` reads the log and says what is wrong.
-    The lines and comments are :func:`iter_swf`'s.
+    """``(comments, columns, lines)`` of a log made of a header (comment and blank lines)
+    and then job lines of 18 plain integers each (an optional minus and ASCII digits: values
+    ``int`` reads as :func:`iter_swf` does), the fields ``wanted`` (0-based) as int64 arrays,
+    without a record object per line; None when anything is unusual (another token or
+    character, a comment or blank line among the jobs, a carriage return, a malformed line, a
+    bad gzip stream), so that :func:`read_swf` reads the log and says what is wrong. The
+    lines and comments are :func:`iter_swf`'s.
 
-    Issue 18: the job lines are parsed by numpy's ``loadtxt`` in one call, into int64 columns.
-    Once only digits, minus and the separators are left, what it accepts is what ``int``
-    accepts with the same value: it refuses a token such as ``-``, ``1-2`` or ``--1``, a
-    value outside int64 and a line whose field count differs from the first line's (the
-    first line's count is checked here)."""
+    Issue 18: the job lines are parsed by numpy's ``loadtxt`` in one call, from the file's
+    bytes, into int64 columns (no string per line: in a fresh process the memory they took
+    cost as much as the parsing). Once only digits, minus and the separators are left, what
+    it accepts is what ``int`` accepts with the same value: it refuses a token such as ``-``,
+    ``1-2`` or ``--1``, a value outside int64 and a line whose field count differs from the
+    first line's (the first line's count is checked here). It skips blank lines: a row count
+    other than the line count sends the log to :func:`read_swf`."""
     try:
         with open(os.fspath(path), "rb") as f:
             data = f.read()
@@ -256,33 +259,34 @@ def _fast_columns(path, wanted):
             data = gzip.decompress(data)
     except (EOFError, gzip.BadGzipFile, zlib.error):
         return None
-    text = data.decode("utf-8", errors="replace")
-    if "\r" in text:  # iter_swf's universal newlines would end a line there: read it that way
+    if b"\r" in data:  # iter_swf's universal newlines would end a line there: read it that way
         return None
-    comments, job_lines, lines = [], [], []
-    for lineno, raw in enumerate(text.split("\n"), 1):  # iter_swf's lines, without the "\n"
-        s = raw.strip()  # the whitespace str.split() splits on
-        if not s:
-            continue
-        if s[0] == ";":
+    comments, skip, start, size = [], 0, 0, len(data)
+    while start < size:  # the header, line by line as iter_swf reads it
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end
+        s = data[start:end].decode("utf-8", errors="replace").strip()
+        if s and s[0] != ";":
+            break  # the first job line
+        if s:
             comments.append(s[1:])
-            continue
-        job_lines.append(raw)
-        lines.append(lineno)
-    if not job_lines:
-        return comments, [np.zeros(0, np.int64) for _ in wanted], lines
-    body = "\n".join(job_lines)
-    if not body.isascii() or body.encode("ascii").translate(None, _NOT_PLAIN):
-        return None  # a character other than digits, minus and the separators
+        skip += 1
+        start = end + 1
+    end = len(data.rstrip())
+    if end <= start:
+        return comments, [np.zeros(0, np.int64) for _ in wanted], []
+    if data.translate(None, _PLAIN) != data[:start].translate(None, _PLAIN):
+        return None  # a character other than digits, minus and the separators after the header
+    n = data.count(b"\n", start, end) + 1
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning (numpy's deprecations) is a refusal too
-            table = np.loadtxt(job_lines, dtype=np.int64, comments=None, ndmin=2)
+            table = np.loadtxt(io.BytesIO(data), dtype=np.int64, comments=None, skiprows=skip, ndmin=2)
     except (ValueError, OverflowError, Warning):
         return None
-    if table.shape != (len(job_lines), 18):
+    if table.shape != (n, 18):
         return None
-    return comments, list(table.T[list(wanted)]), lines
+    return comments, list(table.T[list(wanted)]), list(range(skip + 1, skip + 1 + n))
 
 
 _submit = attrgetter("submit")
