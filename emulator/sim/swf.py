@@ -309,8 +309,9 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
     repeated, the usual log; None otherwise (the loop says what)."""
     job_nos, submits, runs, procs, req_procs, req_times, users = columns
     sizes = np.where(procs > 0, procs, req_procs)
-    if len(job_nos) and ((submits < 0) | (runs < 0) | (sizes <= 0) | (sizes > topo.size)).any() \
-            or len(np.unique(job_nos)) != len(job_nos):
+    ids = job_nos.tolist()
+    if len(ids) and ((submits < 0) | (runs < 0) | (sizes <= 0) | (sizes > topo.size)).any() \
+            or len(set(ids)) != len(ids):
         return None
     distinct, first, which = np.unique(sizes, return_index=True, return_inverse=True)
     requests = [None] * len(distinct)
@@ -324,7 +325,6 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
     zero = runs == 0
     # the floats int / float gives: int64 -> float64 (exact below 2**53), IEEE division
     run_times = (np.where(zero, min_runtime, runs) / time_unit).tolist()
-    ids = job_nos.tolist()
     jobs = JobList()
     jobs.clamped = job_nos[zero].tolist()
     job_requests = [requests[i] for i in which.reshape(-1).tolist()]
@@ -340,7 +340,8 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
             if req_time > 0:
                 meta["requested_time"] = req_time
         jobs.append(Job(job_no, submit, req, run, "", meta))
-    jobs.sort(key=_submit)  # stable: equal submit times keep file order
+    if (submits[1:] < submits[:-1]).any():  # a log is usually in submit order already
+        jobs.sort(key=_submit)  # stable: equal submit times keep file order
     return jobs
 
 
