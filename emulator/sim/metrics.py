@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from operator import itemgetter
 
 from emulator.sim.engine import ARRIVE, DEPART, REJECT
 
@@ -78,7 +79,7 @@ def ls_ratio(size_waits: list) -> float:
     ``size_waits``: ``(allocated size, wait, ...)`` per job."""
     if len(size_waits) < 2:
         return float("nan")
-    med = statistics.median(x[0] for x in size_waits)
+    med = statistics.median(map(itemgetter(0), size_waits))
     large = [x[1] for x in size_waits if x[0] > med]
     small = [x[1] for x in size_waits if x[0] <= med]
     if not large or not small:

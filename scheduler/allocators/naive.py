@@ -88,7 +88,7 @@ class Naive(Allocator):
         if not isinstance(allocation, Allocation) or allocation.owner is not self:
             raise AllocationError(f"{allocation!r} was not made by this {self.name} allocator")
         serial = allocation.serial
-        if self._live.get(serial) is None:
+        if self._live.pop(serial, None) is None:
             raise AllocationError(f"{allocation!r} is not allocated (released twice?)")
         # the allocation's ids, still sorted: put back before or after the free ones when they
         # all are (a slice assignment), else merged by a sort (measured: the sort of the whole
@@ -105,7 +105,6 @@ class Naive(Allocator):
         else:
             free += ids
             free.sort()
-        del self._live[serial]
         self.used -= allocation.size
 
     def normalize(self, request: Request) -> Request:
