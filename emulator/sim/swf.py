@@ -34,6 +34,7 @@ import re
 import warnings
 import zlib
 from dataclasses import dataclass, fields
+from itertools import repeat
 from operator import attrgetter
 from typing import Iterable, Iterator
 
@@ -272,7 +273,9 @@ def _fast_columns(path, wanted):
             comments.append(s[1:])
         skip += 1
         start = end + 1
-    end = len(data.rstrip())
+    end = size
+    while end > start and data[end - 1] in b" \t\n":  # what follows the last job line (not a copy)
+        end -= 1
     if end <= start:
         return comments, [np.zeros(0, np.int64) for _ in wanted], []
     if data.translate(None, _PLAIN) != data[:start].translate(None, _PLAIN):
@@ -303,6 +306,16 @@ def read_jobs(path, topology, *, time_unit: float = 1.0, min_runtime: float = 0.
         return _replay(path, topo, time_unit, min_runtime)
 
 
+def _meta(lineno, user, requested_time) -> dict:
+    """A replayed job's ``meta``: its line, and its user and requested time when known."""
+    meta = {"swf_line": lineno}
+    if user >= 0:
+        meta["user"] = user
+    if requested_time > 0:
+        meta["requested_time"] = requested_time
+    return meta
+
+
 def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList | None:
     """:func:`_replay`'s jobs, column by column (issue 18: a third of its time was the tests
     and arithmetic of its loop), for int64 columns where no job is skipped, too large or
@@ -327,19 +340,11 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
     run_times = (np.where(zero, min_runtime, runs) / time_unit).tolist()
     jobs = JobList()
     jobs.clamped = job_nos[zero].tolist()
-    job_requests = [requests[i] for i in which.reshape(-1).tolist()]
-    for job_no, submit, req, run, lineno, user, req_time in zip(
-            ids, (submits / time_unit).tolist(), job_requests, run_times, lines, users.tolist(),
-            (req_times / time_unit).tolist()):
-        if user >= 0 and req_time > 0:  # the usual job: the dictionary in one piece
-            meta = {"swf_line": lineno, "user": user, "requested_time": req_time}
-        else:
-            meta = {"swf_line": lineno}
-            if user >= 0:
-                meta["user"] = user
-            if req_time > 0:
-                meta["requested_time"] = req_time
-        jobs.append(Job(job_no, submit, req, run, "", meta))
+    metas = [{"swf_line": lineno, "user": user, "requested_time": req_time}  # the usual job
+             if user >= 0 and req_time > 0 else _meta(lineno, user, req_time)
+             for lineno, user, req_time in zip(lines, users.tolist(), (req_times / time_unit).tolist())]
+    jobs.extend(map(Job, ids, (submits / time_unit).tolist(), [requests[i] for i in which.reshape(-1).tolist()],
+                    run_times, repeat("", len(ids)), metas))
     if (submits[1:] < submits[:-1]).any():  # a log is usually in submit order already
         jobs.sort(key=_submit)  # stable: equal submit times keep file order
     return jobs
