@@ -39,21 +39,22 @@ class FCFS(Discipline):
             self.now = now
         else:
             self._advance(now)
-        if job.id in self._known:
-            raise JobError(f"job {job.id} is already known to the scheduler")
-        if job.request not in self._normalized:
-            self._normalize(job.request)
-        self._known.add(job.id)
+        jid, req, known = job.id, job.request, self._known
+        if jid in known:
+            raise JobError(f"job {jid} is already known to the scheduler")
+        if req not in self._normalized:
+            self._normalize(req)
+        known.add(jid)
         q = self._queue
         if not q and job is not self._blocked:
             # nothing waits (the usual arrival: 99.9% of the NASA replay's): _enqueue and
             # _schedule for a queue of one, without the queue
-            alloc = self.allocator.allocate(job.request)
+            alloc = self.allocator.allocate(req)
             if alloc is None:
                 q.append(job)
                 self._blocked = job
                 return []
-            self.running[job.id] = s = new_start(job, alloc, now)
+            self.running[jid] = s = new_start(job, alloc, now)
             return [s]
         q.append(job)  # _enqueue
         if q[0] is self._blocked:  # what _schedule would find first
