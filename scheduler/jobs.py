@@ -19,7 +19,10 @@ class JobError(ValueError):
     """A malformed job: negative or non-finite times, a duplicate id, an unknown id."""
 
 
-@dataclass(slots=True, eq=False)
+_NO_META = object()  # Job's meta not given: a new empty dict
+
+
+@dataclass(slots=True, eq=False, init=False)
 class Job:
     id: int
     submit: float
@@ -28,12 +31,18 @@ class Job:
     name: str = ""
     meta: dict = field(default_factory=dict)
 
-    def __post_init__(self):
-        # the checks below, answered at once for the usual job: float times, finite, submit
-        # >= 0 and run time > 0, a Request (issue 18: a trace replay makes every job here)
-        s, r = self.submit, self.runtime
-        if type(s) is float and type(r) is float and 0.0 <= s < _INF and 0.0 < r < _INF \
-                and type(self.request) is Request:
+    def __init__(self, id, submit, request, runtime, name="", meta=_NO_META):
+        # the dataclass __init__ and its checks in one call (issue 18: a trace replay makes
+        # every job here), answered at once for the usual job: float times, finite, submit
+        # >= 0 and run time > 0, a Request
+        self.id = id
+        self.submit = submit
+        self.request = request
+        self.runtime = runtime
+        self.name = name
+        self.meta = {} if meta is _NO_META else meta
+        if type(submit) is float and type(runtime) is float and 0.0 <= submit < _INF and 0.0 < runtime < _INF \
+                and type(request) is Request:
             return
         check_time(self.submit, "submit time")
         if not isinstance(self.runtime, (int, float)) or not math.isfinite(self.runtime) or self.runtime <= 0:
