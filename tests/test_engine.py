@@ -283,3 +283,26 @@ def test_progress_is_reported_every_16384_events():
     jobs = [J(i, float(i), 0.5) for i in range(10000)]  # 20000 events
     e = Engine(Script(), jobs, progress=seen.append).run()
     assert e.events == 20000 and seen == [8191.5]  # the 16384th event: job 8191 leaves at 8191.5
+
+
+def test_cycle_gc_paused_restores_the_collector():
+    import gc
+
+    from emulator.sim.engine import cycle_gc_paused
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with cycle_gc_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        with pytest.raises(ZeroDivisionError):
+            with cycle_gc_paused():
+                1 / 0
+        assert gc.isenabled()
+        gc.disable()  # a caller that turned it off keeps it off
+        with cycle_gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
