@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -32,11 +33,31 @@ ALLOCATOR = "buddy"
 SCHEDULER = "fcfs"
 
 
-def free_port() -> int:
-    """A tcp port nobody listens on now (for `mcemu up --listen`)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_port(span: int = 2) -> int:
+    """A tcp port P such that P .. P+span-1 are free now: `mcemu up --listen :P` binds P and,
+    for its events, P+1. Chosen below the kernel's ephemeral range, where the local ends of
+    the many connections a test run makes are taken from: a port from that range (the old
+    bind-to-0 answer) could be taken by one of them before the daemon bound it (seen once)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(500):
+        port = rng.randrange(10000, low - span)
+        socks = []
+        try:
+            for p in range(port, port + span):
+                socks.append(socket.socket())
+                socks[-1].bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError("no free tcp port below the ephemeral range")
 
 
 def node_states(cluster) -> dict:
