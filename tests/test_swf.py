@@ -133,7 +133,8 @@ _TRICKY = [
 @pytest.mark.parametrize("where", [0, 1, 17])
 def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
     """The column reader's values are int()'s, or it declines (None) and read_swf decides."""
-    from emulator.sim.swf import FIELDS, _fast_columns
+    from emulator.sim.swf.log import FIELDS
+    from emulator.sim.swf.replay import _fast_columns
 
     vals = [str(v) for v in (3, 2, -1, 10, 4)] + ["-1"] * 13
     vals[where] = tok
@@ -169,13 +170,13 @@ def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
     "; \xe9t\xe9\n" + line(1, 0, -1, 10, 4) + "\n" + line(2, 5, -1, 10) + " \xe9",
 ])
 def test_fast_columns_decline_what_is_unusual(tmp_path, text):
-    from emulator.sim.swf import _fast_columns
+    from emulator.sim.swf.replay import _fast_columns
 
     assert _fast_columns(write(tmp_path, text), (0, 1)) is None
 
 
 def test_fast_columns_of_a_log_without_jobs(tmp_path):
-    from emulator.sim.swf import _fast_columns
+    from emulator.sim.swf.replay import _fast_columns
 
     comments, columns, lines = _fast_columns(write(tmp_path, "; Version: 2.2\n\n"), (0, 3))
     assert (comments, [c.tolist() for c in columns], lines) == ([" Version: 2.2"], [[], []], [])
@@ -328,7 +329,7 @@ def test_writing_onto_a_directory_is_refused_and_leaves_nothing(tmp_path):
 def test_column_replay_equals_the_loop(tmp_path, monkeypatch, time_unit):
     """read_jobs builds the usual log's jobs column by column (_plain_jobs); the loop that
     handles every case gives the same jobs, clamps and header."""
-    import emulator.sim.swf as swf
+    import emulator.sim.swf.replay as swf
 
     text = "\n".join(["; Version: 2.2", "; MaxNodes: 16",
                       line(7, 40, -1, 5, 4, -1, -1, 4, 100, -1, 1, 3),
@@ -352,7 +353,7 @@ def test_column_replay_equals_the_loop(tmp_path, monkeypatch, time_unit):
 
 
 def test_blank_lines_and_comments_among_the_jobs_are_read_the_long_way(tmp_path):
-    from emulator.sim.swf import _fast_columns
+    from emulator.sim.swf.replay import _fast_columns
 
     text = "; Version: 2.2\n\n; é\n" + line(1, 0, -1, 10, 4) + "\n\n; note\n" + line(2, 5, -1, 10, 2) + "\n"
     p = write(tmp_path, text)
