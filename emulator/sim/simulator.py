@@ -20,11 +20,10 @@ start of the one observation window to the W-th completion, with T as with N: ev
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
-
-import contextlib
 
 from emulator.sim.engine import DEPART, Engine, cycle_gc_paused
 from emulator.sim.metrics import JobRecord, SimMetrics, ls_ratio

@@ -186,15 +186,7 @@ def _replay(path, topo, time_unit, min_runtime) -> JobList:
         if run == 0:
             run = min_runtime
             clamped.append(job_no)
-        if user >= 0 and req_time > 0:  # the usual job: the dictionary in one piece
-            meta = {"swf_line": lineno, "user": user, "requested_time": req_time / time_unit}
-        else:
-            meta = {"swf_line": lineno}
-            if user >= 0:
-                meta["user"] = user
-            if req_time > 0:
-                meta["requested_time"] = req_time / time_unit
-        jobs.append(Job(job_no, submit / time_unit, req, run / time_unit, "", meta))
+        jobs.append(Job(job_no, submit / time_unit, req, run / time_unit, "", _meta(lineno, user, req_time / time_unit)))
     jobs.sort(key=_submit)  # stable: equal submit times keep file order
     return JobList(jobs, header=header, clamped=clamped, skipped=skipped, time_unit=time_unit,
                    path=os.fspath(path))
