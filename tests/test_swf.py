@@ -352,6 +352,29 @@ def test_column_replay_equals_the_loop(tmp_path, monkeypatch, time_unit):
 
 
 
+@pytest.mark.parametrize("users, req_times, keys", [
+    ((3, 0, 7), (100, 5, 9), {"swf_line", "user", "requested_time"}),  # every job knows both
+    ((3, 0, 7), (-1, -1, -1), {"swf_line", "user"}),  # the NASA log: no requested times
+    ((3, -1, 7), (100, -1, -1), None),  # a mix: each job as it is
+])
+def test_replayed_metas_column_by_column_equal_the_loop(tmp_path, monkeypatch, users, req_times, keys):
+    import emulator.sim.swf.replay as swf
+
+    text = "\n".join(line(i + 1, 10 * i, -1, 5, 2, -1, -1, 2, r, -1, 1, u)
+                     for i, (u, r) in enumerate(zip(users, req_times)))
+    p = write(tmp_path, text)
+    fast = [j.meta for j in swf.read_jobs(p, "hypercube:2", time_unit=2.0)]
+    monkeypatch.setattr(swf, "_plain_jobs", lambda *a: None)
+    slow = [j.meta for j in swf.read_jobs(p, "hypercube:2", time_unit=2.0)]
+    assert fast == slow
+    assert [type(v) for m in fast for v in m.values()] == [type(v) for m in slow for v in m.values()]
+    if keys is not None:
+        assert all(set(m) == keys for m in fast)
+    else:
+        assert [set(m) for m in fast] == [{"swf_line", "user", "requested_time"}, {"swf_line"}, {"swf_line", "user"}]
+    assert fast[0]["swf_line"] == 1 and (keys is None or "requested_time" not in keys or fast[0]["requested_time"] == 50.0)
+
+
 def test_blank_lines_and_comments_among_the_jobs_are_read_the_long_way(tmp_path):
     from emulator.sim.swf.replay import _fast_columns
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import ge, itemgetter, lt
 
 from emulator.sim.engine import ARRIVE, DEPART, REJECT
 
@@ -79,9 +80,12 @@ def ls_ratio(size_waits: list) -> float:
     ``size_waits``: ``(allocated size, wait, ...)`` per job."""
     if len(size_waits) < 2:
         return float("nan")
-    med = statistics.median(map(itemgetter(0), size_waits))
-    large = [x[1] for x in size_waits if x[0] > med]
-    small = [x[1] for x in size_waits if x[0] <= med]
+    # the two lists as comprehensions would make them, by C loops (issue 18: the NASA replay)
+    sizes = list(map(itemgetter(0), size_waits))
+    waits = list(map(itemgetter(1), size_waits))
+    med = statistics.median(sizes)
+    large = list(compress(waits, map(lt, repeat(med), sizes)))  # size > median
+    small = list(compress(waits, map(ge, repeat(med), sizes)))  # size <= median
     if not large or not small:
         return float("nan")
     ms = sum(small) / len(small)

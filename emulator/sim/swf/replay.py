@@ -102,6 +102,18 @@ def _meta(lineno, user, requested_time) -> dict:
     return meta
 
 
+def _metas(lines, users, req_times) -> list:
+    """:func:`_meta` of every job, column by column: a log usually knows every job's user, and
+    either every job's requested time or none (the NASA log: none)."""
+    known_user, known_time = bool((users >= 0).all()), req_times > 0
+    if known_user and known_time.all():
+        return [{"swf_line": lineno, "user": user, "requested_time": req_time}
+                for lineno, user, req_time in zip(lines, users.tolist(), req_times.tolist())]
+    if known_user and not known_time.any():
+        return [{"swf_line": lineno, "user": user} for lineno, user in zip(lines, users.tolist())]
+    return list(map(_meta, lines, users.tolist(), req_times.tolist()))
+
+
 def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList | None:
     """:func:`_replay`'s jobs, column by column (issue 18: a third of its time was the tests
     and arithmetic of its loop), for int64 columns where no job is skipped, too large or
@@ -126,9 +138,7 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
     run_times = (np.where(zero, min_runtime, runs) / time_unit).tolist()
     jobs = JobList()
     jobs.clamped = job_nos[zero].tolist()
-    metas = [{"swf_line": lineno, "user": user, "requested_time": req_time}  # the usual job
-             if user >= 0 and req_time > 0 else _meta(lineno, user, req_time)
-             for lineno, user, req_time in zip(lines, users.tolist(), (req_times / time_unit).tolist())]
+    metas = _metas(lines, users, req_times / time_unit)
     jobs.extend(map(Job, ids, (submits / time_unit).tolist(), [requests[i] for i in which.reshape(-1).tolist()],
                     run_times, repeat("", len(ids)), metas))
     if (submits[1:] < submits[:-1]).any():  # a log is usually in submit order already
