@@ -42,7 +42,8 @@ def test_ls_ratio_and_per_size_means():
     assert math.isnan(M.ls_ratio([(2, 1.0), (2, 5.0)]))  # nobody above the median
     assert M.ls_ratio([(1, 0.0), (4, 2.0)]) == math.inf
     assert M.ls_ratio([(1, 0.0), (4, 0.0)]) == 1.0
-    tat_sum, per_size = M.per_size_means(done)
+    tat_sum, per_size = M.per_size_means(*zip(*done))
+    assert M.ls_ratio_of([1, 1, 4, 4, 2], [1.0, 1.0, 3.0, 3.0, 1.0]) == pytest.approx(3.0)
     assert tat_sum == 26.0
     assert per_size == {"1": {"completed": 2, "mean_wait": 1.0, "mean_turnaround": 5.0},
                         "2": {"completed": 1, "mean_wait": 1.0, "mean_turnaround": 2.0},

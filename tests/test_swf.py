@@ -387,3 +387,42 @@ def test_blank_lines_and_comments_among_the_jobs_are_read_the_long_way(tmp_path)
     p = write(tmp_path, text.replace("\n\n; note", ""), "u.swf")
     comments, columns, lines = _fast_columns(p, (0, 1))
     assert (comments, [c.tolist() for c in columns], lines) == ([" Version: 2.2", " é"], [[1, 2], [0, 5]], [4, 5])
+
+
+def test_a_replayed_jobs_meta_is_made_when_read_and_behaves_as_a_jobs(tmp_path):
+    """The usual log's jobs make their meta dict when it is first read (issue 18); reading,
+    setting, dataclasses.replace, copy and pickle behave as for a plain Job."""
+    import copy
+    import dataclasses
+    import pickle
+
+    from scheduler.jobs import Job
+
+    text = "; Version: 2.2\n" + "\n".join(line(i + 1, 10 * i, -1, 5, 2, -1, -1, 2, 60, -1, 1, 7 + i)
+                                          for i in range(3))
+    jobs = read_jobs(write(tmp_path, text), "hypercube:2", time_unit=2.0)
+    a, b, c = jobs
+    assert isinstance(a, Job)
+    assert b.meta == {"swf_line": 3, "user": 8, "requested_time": 30.0}
+    assert b.meta is b.meta  # made once, then kept
+    b.meta["note"] = 1
+    assert b.meta["note"] == 1
+    c.meta = {"mine": True}
+    assert c.meta == {"mine": True}
+    moved = dataclasses.replace(a, submit=99.0)
+    assert (moved.id, moved.submit, moved.runtime, moved.meta) == (1, 99.0, 2.5, a.meta)
+    for clone in (copy.copy(a), pickle.loads(pickle.dumps(a))):
+        assert type(clone) is Job
+        assert (clone.id, clone.submit, clone.request, clone.runtime, clone.meta) == \
+            (a.id, a.submit, a.request, a.runtime, {"swf_line": 2, "user": 7, "requested_time": 30.0})
+    assert pickle.loads(pickle.dumps(c)).meta == {"mine": True}
+    with pytest.raises(Exception, match="run time"):  # a Job's own checks still hold
+        dataclasses.replace(a, runtime=-1.0)
+
+
+def test_a_time_unit_that_makes_a_time_infinite_is_refused_as_before(tmp_path):
+    from scheduler.jobs import JobError
+
+    p = write(tmp_path, line(1, 10, -1, 5, 2))
+    with pytest.raises(JobError, match="submit time"):
+        read_jobs(p, "hypercube:2", time_unit=1e-320)

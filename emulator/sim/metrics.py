@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from array import array
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import ge, itemgetter, lt
@@ -78,12 +79,15 @@ def time_average(area: float, T: float) -> float:
 def ls_ratio(size_waits: list) -> float:
     """Mean wait of jobs above the median allocated size over the mean wait of the rest;
     ``size_waits``: ``(allocated size, wait, ...)`` per job."""
-    if len(size_waits) < 2:
+    return ls_ratio_of(list(map(itemgetter(0), size_waits)), list(map(itemgetter(1), size_waits)))
+
+
+def ls_ratio_of(sizes, waits) -> float:
+    """:func:`ls_ratio` of the columns: ``sizes[i]`` and ``waits[i]`` of job i."""
+    if len(sizes) < 2:
         return float("nan")
-    # the two lists as comprehensions would make them, by C loops (issue 18: the NASA replay)
-    sizes = list(map(itemgetter(0), size_waits))
-    waits = list(map(itemgetter(1), size_waits))
     med = statistics.median(sizes)
+    # the lists the comprehensions over the jobs made, by C loops (issue 18: the NASA replay)
     large = list(compress(waits, map(lt, repeat(med), sizes)))  # size > median
     small = list(compress(waits, map(ge, repeat(med), sizes)))  # size <= median
     if not large or not small:
@@ -147,7 +151,10 @@ class SimMetrics:
     system) are advanced at every event, as the numbers of a run depend on it (in batches of
     events, see ``_observer``; ``done``, ``records`` and ``delay_series`` are complete once
     :meth:`result` or :attr:`completed` has been read). The per-job
-    sums (turnaround, per size, L/S) are taken at the end from ``done``, in completion order.
+    sums (turnaround, per size, L/S) are taken at the end from ``done``, in completion order:
+    its columns ``sizes`` (allocated), ``waits`` and ``turnarounds`` are arrays of machine
+    numbers (issue 18: a tuple and two floats per completion were a sixth of a NASA replay's
+    memory, and each new page of memory costs a page fault).
 
     ``batch`` (without a completion count to stop at): ``(note, flush)``, which an engine may
     call instead of ``observe``, the same numbers: ``note((t, kind, item, decisions))`` for
@@ -159,7 +166,7 @@ class SimMetrics:
         self.running = policy.running
         self.until, self.completions, self.warmup = until, completions, warmup
         self.records = [] if keep_records else None
-        self.done: list = []  # (allocated size, wait, turnaround) of the counted completions
+        self.done = _Completions()  # (allocated size, wait, turnaround) of the counted completions
         self.every = (until / samples) if (until and samples) else None
         self.delay_series: list = []  # (time, M of the jobs allocated so far)
         # S counts the nodes a job is given before any folding: a count request rounded up
@@ -196,11 +203,12 @@ class SimMetrics:
         # fewer completions than the warm-up: the window is empty, nothing counted
         w0 = st["window"] or cur
         span = end - w0.time
-        Rw, Aw, counted = R - w0.R, A - w0.A, len(self.done)
+        done = self.done
+        Rw, Aw, counted = R - w0.R, A - w0.A, len(done.sizes)
         M = mean_queueing_delay(Rw, Aw)
         X = throughput(counted, span)
         Sw = st["S"] - w0.S
-        tat_sum, per_size = per_size_means(self.done)
+        tat_sum, per_size = per_size_means(done.sizes, done.waits, done.turnarounds)
         running = len(self.running)
         generated = st["G"]
         ends_by = "time" if by_time else ("completions" if self.completions is not None
@@ -213,7 +221,7 @@ class SimMetrics:
             "measured_load": measured_load(Sw, size, span),
             "mean_turnaround": mean(tat_sum, counted),
             "external_fragmentation": mean(st["frag_sum"] - w0.frag_sum, st["frag_n"] - w0.frag_n),
-            "ls_ratio": ls_ratio(self.done),
+            "ls_ratio": ls_ratio_of(done.sizes, done.waits),
             "mean_jobs_in_system": time_average(sys_area - w0.sys_area, span),
             "observation_time": span, "counted_completions": counted,
             "window": {"start": w0.time, "end": end, "warmup_completions": self.warmup, "ends_by": ends_by},
@@ -224,6 +232,18 @@ class SimMetrics:
         if st["rejected"]:
             m["rejected"] = st["rejected"]
         return m
+
+
+class _Completions:
+    """The counted completions, in completion order, as columns of machine numbers."""
+
+    __slots__ = ("sizes", "waits", "turnarounds")
+
+    def __init__(self):
+        self.sizes, self.waits, self.turnarounds = array("q"), array("d"), array("d")
+
+    def __len__(self) -> int:
+        return len(self.sizes)
 
 
 @dataclass(frozen=True)
@@ -264,7 +284,8 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
     size, warmup, every = float(m.size), m.warmup, m.every
     running_before = len(m.running)
     stop_after = m.completions if m.completions is not None else -1
-    done, records, series, demand = m.done, m.records, m.delay_series, {}
+    records, series, demand = m.records, m.delay_series, {}
+    done_size, done_wait, done_tat = m.done.sizes.append, m.done.waits.append, m.done.turnarounds.append
     # the counters: C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy,
     # in_system, next_sample and the totals where the window starts: 0, or at the W-th
     # completion (None until then)
@@ -308,7 +329,9 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
                 C += 1
                 if C > warmup:
                     sj = item.job
-                    done.append((g, item.time - sj.submit, t - sj.submit))
+                    done_size(g)
+                    done_wait(item.time - sj.submit)
+                    done_tat(t - sj.submit)
                     if records is not None:
                         records.append(_record(t, item, keep_nodes))
                 elif C == warmup:
@@ -352,12 +375,12 @@ def _record(t, s, keep_nodes: bool) -> JobRecord:
                      tuple(sorted(a.nodes)) if keep_nodes else ())
 
 
-def per_size_means(done) -> tuple:
-    """(turnaround sum, ``per_size``) of ``(allocated size, wait, turnaround)`` triples: per
-    allocated size the completions, mean wait and mean turnaround."""
+def per_size_means(sizes, waits, turnarounds) -> tuple:
+    """(turnaround sum, ``per_size``) of the columns of completions (allocated size, wait,
+    turnaround): per allocated size the completions, mean wait and mean turnaround."""
     tat_sum = 0.0
     by_size: dict = {}
-    for g, wait, tat in done:
+    for g, wait, tat in zip(sizes, waits, turnarounds):
         tat_sum += tat
         w = by_size.get(g)
         if w is None:
@@ -432,6 +455,6 @@ def gang_metrics(policy_name: str, finished: list, counts: dict, *, short_thresh
     }
 
 
-__all__ = ["JobRecord", "SimMetrics", "busy_node_time", "comm_metrics", "gang_metrics", "ls_ratio", "mean",
+__all__ = ["JobRecord", "SimMetrics", "busy_node_time", "comm_metrics", "gang_metrics", "ls_ratio", "ls_ratio_of", "mean",
            "mean_queueing_delay", "measured_load", "per_size_means", "power", "throughput", "time_average",
            "turnaround_by_asked", "utilization"]
