@@ -49,6 +49,35 @@ def test_ls_ratio_and_per_size_means():
                         "2": {"completed": 1, "mean_wait": 1.0, "mean_turnaround": 2.0},
                         "4": {"completed": 2, "mean_wait": 3.0, "mean_turnaround": 7.0}}
     assert list(per_size) == ["1", "2", "4"]
+    assert M.per_size_means([], [], []) == (0.0, {})
+
+
+def test_per_job_sums_run_in_completion_order():
+    """The per-size and L/S sums add the values one after the other in completion order, as
+    a Python loop does (numpy's own sum adds pairwise: other rounding, other numbers)."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(5)
+    waits = [rng.random() * 1000 for _ in range(300)]
+    tats = [w + 0.3 for w in waits]
+    sizes = [1 if i % 3 else 4 for i in range(300)]
+
+    def loop(xs):
+        total = 0.0
+        for x in xs:
+            total += x
+        return total
+
+    small = [w for w, g in zip(waits, sizes) if g == 1]
+    assert loop(small) != float(np.sum(small))  # the two orders do round differently here
+    tat_sum, per_size = M.per_size_means(sizes, waits, tats)
+    assert tat_sum == loop(tats)
+    assert per_size["1"] == {"completed": 200, "mean_wait": loop(small) / 200,
+                             "mean_turnaround": loop([t for t, g in zip(tats, sizes) if g == 1]) / 200}
+    large = [w for w, g in zip(waits, sizes) if g == 4]
+    assert M.ls_ratio_of(sizes, waits) == (loop(large) / 100) / (loop(small) / 200)
 
 
 def test_job_records_and_schedule_formulas():

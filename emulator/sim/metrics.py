@@ -31,11 +31,9 @@ plots M of every job allocated so far).
 from __future__ import annotations
 
 import math
-import statistics
 from array import array
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import ge, itemgetter, lt
+from operator import itemgetter
 
 from emulator.sim.engine import ARRIVE, DEPART, REJECT
 
@@ -86,17 +84,27 @@ def ls_ratio_of(sizes, waits) -> float:
     """:func:`ls_ratio` of the columns: ``sizes[i]`` and ``waits[i]`` of job i."""
     if len(sizes) < 2:
         return float("nan")
-    med = statistics.median(sizes)
-    # the lists the comprehensions over the jobs made, by C loops (issue 18: the NASA replay)
-    large = list(compress(waits, map(lt, repeat(med), sizes)))  # size > median
-    small = list(compress(waits, map(ge, repeat(med), sizes)))  # size <= median
-    if not large or not small:
+    import numpy as np  # here: the live monitor imports these formulas and never calls this
+
+    sizes, waits = np.asarray(sizes), np.asarray(waits, dtype=float)
+    large = sizes > np.median(sizes)  # the median of the sizes (of two middle ones, their mean)
+    n_large = int(np.count_nonzero(large))
+    if n_large == 0 or n_large == len(sizes):
         return float("nan")
-    ms = sum(small) / len(small)
-    ml = sum(large) / len(large)
+    ms = _running_sum(waits[~large]) / (len(sizes) - n_large)
+    ml = _running_sum(waits[large]) / n_large
     if ms == 0:
         return float("inf") if ml > 0 else 1.0
     return ml / ms
+
+
+def _running_sum(values) -> float:
+    """The sum of a numpy array added one value after the other, in order: what a Python loop
+    ``total += v`` from 0.0 gives (numpy's ``sum`` adds pairwise, whose rounding differs;
+    issue 18: the per-job sums of a run, by C loops with the same numbers)."""
+    import numpy as np
+
+    return float(np.add.accumulate(values)[-1]) if len(values) else 0.0
 
 
 def busy_node_time(records) -> float:
@@ -377,19 +385,23 @@ def _record(t, s, keep_nodes: bool) -> JobRecord:
 
 def per_size_means(sizes, waits, turnarounds) -> tuple:
     """(turnaround sum, ``per_size``) of the columns of completions (allocated size, wait,
-    turnaround): per allocated size the completions, mean wait and mean turnaround."""
-    tat_sum = 0.0
-    by_size: dict = {}
-    for g, wait, tat in zip(sizes, waits, turnarounds):
-        tat_sum += tat
-        w = by_size.get(g)
-        if w is None:
-            w = by_size[g] = [0, 0.0, 0.0]
-        w[0] += 1
-        w[1] += wait
-        w[2] += tat
-    return tat_sum, {str(k): {"completed": v[0], "mean_wait": v[1] / v[0], "mean_turnaround": v[2] / v[0]}
-                     for k, v in sorted(by_size.items())}
+    turnaround): per allocated size the completions, mean wait and mean turnaround. The sums
+    run in completion order (:func:`_running_sum`), within each size too."""
+    import numpy as np  # here: the live monitor imports these formulas and never calls this
+
+    sizes = np.asarray(sizes, dtype=np.int64)
+    waits, turnarounds = np.asarray(waits, dtype=float), np.asarray(turnarounds, dtype=float)
+    if not len(sizes):
+        return 0.0, {}
+    order = np.argsort(sizes, kind="stable")  # by size, in completion order within a size
+    by_size = sizes[order]
+    cuts = [0, *(np.flatnonzero(by_size[1:] != by_size[:-1]) + 1).tolist(), len(order)]
+    per_size = {}
+    for a, b in zip(cuts, cuts[1:]):
+        rows, n = order[a:b], b - a
+        per_size[str(int(by_size[a]))] = {"completed": n, "mean_wait": _running_sum(waits[rows]) / n,
+                                          "mean_turnaround": _running_sum(turnarounds[rows]) / n}
+    return _running_sum(turnarounds), per_size
 
 
 # --------------------------------------------------------------------------- jobs that communicate
