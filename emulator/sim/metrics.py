@@ -35,7 +35,7 @@ from array import array
 from dataclasses import dataclass
 from operator import itemgetter
 
-from emulator.sim.engine import ARRIVE, DEPART, REJECT
+from emulator.sim.engine import ARRIVE, BATCH, DEPART, REJECT
 
 # --------------------------------------------------------------------------- formulas
 
@@ -270,20 +270,16 @@ class _Totals:
     G: int
 
 
-_BATCH = 64  # events the observer notes before it folds them into its counters: few enough that
-# they are still in the CPU caches and young for the garbage collector (measured: 4096 is slower)
-
-
 def _observer(m: SimMetrics, normalize, keep_nodes: bool):
     """``(observe, state, batch)``: the observer's hook, a function reading its counters and,
     when the observer never stops a run, the engine's batch hooks (``(note, flush)``; see
     :class:`SimMetrics`), else None.
 
     Issue 18: ``observe`` only notes the event and ``flush`` folds the noted events into the
-    counters every ``_BATCH`` events and whenever the state is read: the same arithmetic on
-    the same values in the same order, so the same numbers, at about half the cost of doing
-    it inside the event loop (the counters are locals of ``flush`` there, and the loop runs
-    hot). The stop at the N-th completion needs only the count of departures, kept by
+    counters every ``BATCH`` events (the engine's) and whenever the state is read: the same
+    arithmetic on the same values in the same order, so the same numbers, at about half the
+    cost of doing it inside the event loop (the counters are locals of ``flush`` there, and
+    the loop runs hot). The stop at the N-th completion needs only the count of departures, kept by
     ``observe``. The running jobs, which the fragmentation sample compares with the jobs in
     system, are the starts so far less the departures (A - C, plus those running before the
     first event): every start is a decision the observer sees, every departure an event.
@@ -306,7 +302,7 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
     if stop_after == -1:
         def observe(t, kind, item, starts):
             push((t, kind, item, starts))
-            if len(log) >= _BATCH:
+            if len(log) >= BATCH:
                 flush()
             return False
     else:
@@ -315,7 +311,7 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
             push((t, kind, item, starts))
             if kind == DEPART:
                 departed += 1  # C, as flush will count it
-            if len(log) >= _BATCH:
+            if len(log) >= BATCH:
                 flush()
             return departed == stop_after  # the N-th completion ends the run
 

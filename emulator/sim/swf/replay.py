@@ -173,8 +173,9 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
     job_nos, submits, runs, procs, req_procs, req_times, users = columns
     sizes = np.where(procs > 0, procs, req_procs)
     ids = job_nos.tolist()
-    if len(ids) and ((submits < 0) | (runs < 0) | (sizes <= 0) | (sizes > topo.size)).any() \
-            or len(set(ids)) != len(ids):
+    if len(ids) and ((submits < 0) | (runs < 0) | (sizes <= 0) | (sizes > topo.size)).any():
+        return None
+    if not (job_nos[1:] > job_nos[:-1]).all() and len(set(ids)) != len(ids):  # numbered in order, or distinct
         return None
     distinct, first, which = np.unique(sizes, return_index=True, return_inverse=True)
     requests = [None] * len(distinct)
@@ -192,7 +193,7 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
         req_times = req_times / time_unit
     jobs = JobList()
     jobs.clamped = job_nos[zero].tolist()
-    job_requests = [requests[i] for i in which.reshape(-1).tolist()]
+    job_requests = np.array(requests, dtype=object)[which.reshape(-1)].tolist()  # a job's Request, by its size
     if np.isfinite(submit_times).all() and np.isfinite(run_times).all() and (run_times > 0).all() \
             and (not lines or lines[-1] - lines[0] == len(lines) - 1):  # consecutive lines, as _fast_columns gives
         log = _LogColumns(lines[0] if lines else 0, users.copy(), req_times)
