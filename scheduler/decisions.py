@@ -61,11 +61,13 @@ class Start:
 
 # Start(job, allocation, time) for the disciplines' hot paths (issue 18): the same frozen
 # object, its five slots set through their descriptors instead of the dataclass __init__'s
-# object.__setattr__ calls (about half the cost of a start).
-_SET_START = tuple(Start.__dict__[f].__set__ for f in ("job", "allocation", "time", "row", "node"))
+# object.__setattr__ calls (about half the cost of a start). START_SETTERS are those
+# descriptors' setters in field order (job, allocation, time, row, node), for a path that
+# cannot afford even new_start's call (fcfs's arrival).
+START_SETTERS = tuple(Start.__dict__[f].__set__ for f in ("job", "allocation", "time", "row", "node"))
 
 
-def new_start(job: Job, allocation, time: float, _new=object.__new__, _cls=Start, _set=_SET_START) -> Start:
+def new_start(job: Job, allocation, time: float, _new=object.__new__, _cls=Start, _set=START_SETTERS) -> Start:
     """``Start(job, allocation, time)``, equal in every way, made faster."""
     s = _new(_cls)
     _set[0](s, job)

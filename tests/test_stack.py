@@ -197,3 +197,21 @@ def test_every_change_of_the_down_set_reaches_the_quarantines(change):
     assert st_.nodes == (0,)
     s.down.clear()
     assert [d.job.id for d in p.retry(0.5)] == [2]
+
+
+def test_the_fast_starts_equal_the_dataclass_start():
+    """new_start and fcfs's arrival (which sets START_SETTERS itself) make the Start the
+    dataclass would: every field set, equal, frozen."""
+    import dataclasses
+
+    from scheduler.decisions import START_SETTERS, new_start
+
+    assert [f.name for f in dataclasses.fields(Start)] == ["job", "allocation", "time", "row", "node"]
+    assert len(START_SETTERS) == len(dataclasses.fields(Start))
+    d = build(StackConfig("hypercube:3", "buddy", "fcfs")).policy
+    job = Job(1, 0.0, Request.cube(1), 5.0)
+    (s,) = d.arrive(job, 2.0)
+    assert s == Start(job, s.allocation, 2.0) == new_start(job, s.allocation, 2.0)
+    assert (s.row, s.node, s.runtime, s.wait) == (None, None, 5.0, 2.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.time = 3.0

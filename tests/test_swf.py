@@ -152,7 +152,7 @@ def test_fast_columns_agree_with_read_swf_or_decline(tmp_path, tok, where):
         return
     comments, columns, lines = fast
     columns = [c.tolist() for c in columns]
-    assert comments == log.comments and lines == log.lines == [3, 4, 5]
+    assert comments == log.comments and list(lines) == log.lines == [3, 4, 5]
     assert columns == [[r.values()[i] for r in log.records] for i in wanted]
     assert all(type(v) is int for col in columns for v in col)
     assert len(FIELDS) == len(columns)
@@ -179,7 +179,7 @@ def test_fast_columns_of_a_log_without_jobs(tmp_path):
     from emulator.sim.swf.replay import _fast_columns
 
     comments, columns, lines = _fast_columns(write(tmp_path, "; Version: 2.2\n\n"), (0, 3))
-    assert (comments, [c.tolist() for c in columns], lines) == ([" Version: 2.2"], [[], []], [])
+    assert (comments, [c.tolist() for c in columns], list(lines)) == ([" Version: 2.2"], [[], []], [])
     assert len(read_jobs(write(tmp_path, "; Version: 2.2\n"), "hypercube:2")) == 0
 
 
@@ -386,7 +386,7 @@ def test_blank_lines_and_comments_among_the_jobs_are_read_the_long_way(tmp_path)
     assert read_swf(p).comments == [" Version: 2.2", " é", " note"]
     p = write(tmp_path, text.replace("\n\n; note", ""), "u.swf")
     comments, columns, lines = _fast_columns(p, (0, 1))
-    assert (comments, [c.tolist() for c in columns], lines) == ([" Version: 2.2", " é"], [[1, 2], [0, 5]], [4, 5])
+    assert (comments, [c.tolist() for c in columns], list(lines)) == ([" Version: 2.2", " é"], [[1, 2], [0, 5]], [4, 5])
 
 
 def test_a_replayed_jobs_meta_is_made_when_read_and_behaves_as_a_jobs(tmp_path):

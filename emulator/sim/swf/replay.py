@@ -30,7 +30,7 @@ def _fast_columns(path, wanted):
     without a record object per line; None when anything is unusual (another token or
     character, a comment or blank line among the jobs, a carriage return, a malformed line, a
     bad gzip stream), so that :func:`read_swf` reads the log and says what is wrong. The
-    lines and comments are :func:`iter_swf`'s.
+    lines (a range: the job lines follow one another) and comments are :func:`iter_swf`'s.
 
     Issue 18: the job lines are parsed by numpy's ``loadtxt`` in one call, from the file's
     bytes, into int64 columns (no string per line: in a fresh process the memory they took
@@ -63,7 +63,7 @@ def _fast_columns(path, wanted):
     while end > start and data[end - 1] in b" \t\n":  # what follows the last job line (not a copy)
         end -= 1
     if end <= start:
-        return comments, [np.zeros(0, np.int64) for _ in wanted], []
+        return comments, [np.zeros(0, np.int64) for _ in wanted], range(skip + 1, skip + 1)
     if data.translate(None, _PLAIN) != data[:start].translate(None, _PLAIN):
         return None  # a character other than digits, minus and the separators after the header
     n = data.count(b"\n", start, end) + 1
@@ -75,7 +75,7 @@ def _fast_columns(path, wanted):
         return None
     if table.shape != (n, 18):
         return None
-    return comments, [table[:, i] for i in wanted], list(range(skip + 1, skip + 1 + n))  # views, not copies
+    return comments, [table[:, i] for i in wanted], range(skip + 1, skip + 1 + n)  # views, not copies
 
 
 _submit = attrgetter("submit")
@@ -107,16 +107,19 @@ _JOB_META = Job.__dict__["meta"]  # Job's slot for its meta
 
 class _LogColumns:
     """What a replayed log knows of its jobs beyond what they are -- line, user, requested time --
-    as columns, from which a job's ``meta`` is made when first read (:class:`_Logged`)."""
+    as columns, from which a job's ``meta`` is made when first read (:class:`_Logged`). Its
+    job numbers (distinct) find a job's row; its lines follow one another."""
 
-    __slots__ = ("first_line", "users", "req_times")
+    __slots__ = ("ids", "lines", "users", "req_times", "_rows")
 
-    def __init__(self, first_line: int, users, req_times):
-        self.first_line, self.users, self.req_times = first_line, users, req_times
+    def __init__(self, ids: list, lines: range, users, req_times):
+        self.ids, self.lines, self.users, self.req_times, self._rows = ids, lines, users, req_times, None
 
-    def meta(self, line: int) -> dict:
-        i = line - self.first_line
-        return _meta(line, int(self.users[i]), float(self.req_times[i]))
+    def meta(self, job_id) -> dict:
+        if self._rows is None:  # the first meta read: rows by job number
+            self._rows = dict(zip(self.ids, range(len(self.ids))))
+        i = self._rows[job_id]
+        return _meta(self.lines[i], int(self.users[i]), float(self.req_times[i]))
 
 
 class _Logged(Job):
@@ -128,14 +131,14 @@ class _Logged(Job):
     ``dataclasses.replace`` and copies behave as for a Job; a copy or a pickle is a plain
     Job."""
 
-    __slots__ = ("_log", "_line")
+    __slots__ = ("_log",)
 
     @property
     def meta(self) -> dict:
         try:
             return _JOB_META.__get__(self, _Logged)
         except AttributeError:  # not read yet
-            meta = self._log.meta(self._line)
+            meta = self._log.meta(self.id)
             _JOB_META.__set__(self, meta)
             return meta
 
@@ -147,13 +150,13 @@ class _Logged(Job):
         return Job, (self.id, self.submit, self.request, self.runtime, self.name, self.meta)
 
 
-def _logged_jobs(ids, submits, requests, runtimes, lines, log, _new=object.__new__, _cls=_Logged) -> list:
+def _logged_jobs(ids, submits, requests, runtimes, log, _new=object.__new__, _cls=_Logged) -> list:
     """``_Logged`` jobs of values Job would take as they are (floats, finite, submit >= 0,
     run time > 0: checked column-wise by the caller), without a call per job (issue 18: half
     the cost of Job())."""
     jobs = []
     append = jobs.append
-    for job_id, submit, request, runtime, line in zip(ids, submits, requests, runtimes, lines):
+    for job_id, submit, request, runtime in zip(ids, submits, requests, runtimes):
         job = _new(_cls)
         job.id = job_id
         job.submit = submit
@@ -161,7 +164,6 @@ def _logged_jobs(ids, submits, requests, runtimes, lines, log, _new=object.__new
         job.runtime = runtime
         job.name = ""
         job._log = log
-        job._line = line
         append(job)
     return jobs
 
@@ -194,10 +196,9 @@ def _plain_jobs(columns, lines, topo, time_unit, min_runtime, path) -> JobList |
     jobs = JobList()
     jobs.clamped = job_nos[zero].tolist()
     job_requests = np.array(requests, dtype=object)[which.reshape(-1)].tolist()  # a job's Request, by its size
-    if np.isfinite(submit_times).all() and np.isfinite(run_times).all() and (run_times > 0).all() \
-            and (not lines or lines[-1] - lines[0] == len(lines) - 1):  # consecutive lines, as _fast_columns gives
-        log = _LogColumns(lines[0] if lines else 0, users.copy(), req_times)
-        jobs.extend(_logged_jobs(ids, submit_times.tolist(), job_requests, run_times.tolist(), lines, log))
+    if np.isfinite(submit_times).all() and np.isfinite(run_times).all() and (run_times > 0).all():
+        log = _LogColumns(ids, lines, users.copy(), req_times)
+        jobs.extend(_logged_jobs(ids, submit_times.tolist(), job_requests, run_times.tolist(), log))
     else:  # Job says what is wrong (a time unit so small that a time is no longer finite)
         jobs.extend(map(Job, ids, submit_times.tolist(), job_requests, run_times.tolist(), repeat("", len(ids)),
                         map(_meta, lines, users.tolist(), req_times.tolist())))
