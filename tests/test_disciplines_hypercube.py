@@ -419,6 +419,25 @@ def test_lazy_refused_arrival_changes_nothing():
     assert (d.snapshot(), d.arrivals) == before
 
 
+@pytest.mark.parametrize("allocator", ["buddy", "naive"])
+def test_fcfs_refused_arrival_changes_nothing_with_the_queue_empty_or_not(allocator):
+    """fcfs leaves the check of a request that can never fit to the allocator when nothing
+    waits: refused all the same, and nothing changed."""
+    d = make("fcfs", "hypercube:2", allocator)
+    before = (d.snapshot(), sorted(d._known), d.allocator.free_count)
+    with pytest.raises(RequestTooLarge):
+        d.arrive(J(2, 1, 3, 1), 1.0)  # a 3-cube on a 2-cube, nothing waiting
+    assert (d.snapshot(), sorted(d._known), d.allocator.free_count) == before
+    d.arrive(J(1, 1, 2, 5), 1.0)  # the machine
+    d.arrive(J(3, 1, 1, 5), 1.0)  # waits behind nothing: blocked
+    before = (d.snapshot(), sorted(d._known), d.allocator.free_count)
+    with pytest.raises(RequestTooLarge):
+        d.arrive(J(2, 2, 3, 1), 2.0)  # the same, a job waiting
+    assert (d.snapshot(), sorted(d._known), d.allocator.free_count) == before
+    assert [s.job.id for s in d.arrive(J(2, 2, 0, 1), 2.0)] == []  # the refused id may come again
+    assert [s.job.id for s in d.depart(1, 5.0)] == [3, 2]
+
+
 # --------------------------------------------------------------------------- properties
 
 

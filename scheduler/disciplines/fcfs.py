@@ -44,14 +44,14 @@ class FCFS(Discipline):
         jid, req, known = job.id, job.request, self._known
         if jid in known:
             raise JobError(f"job {jid} is already known to the scheduler")
-        if req not in self._normalized:
-            self._normalize(req)
-        known.add(jid)
         q = self._queue
         if not q and job is not self._blocked:
             # nothing waits (the usual arrival: 99.9% of the NASA replay's): _enqueue and
-            # _schedule for a queue of one, without the queue
+            # _schedule for a queue of one, without the queue. The allocator refuses a request
+            # that can never fit (RequestError) before it changes anything, as _admit's check
+            # would: that check is left to it here.
             alloc = self.allocator.allocate(req)
+            known.add(jid)
             if alloc is None:
                 q.append(job)
                 self._blocked = job
@@ -64,6 +64,9 @@ class FCFS(Discipline):
             _node(s, None)
             self.running[jid] = s
             return [s]
+        if req not in self._normalized:
+            self._normalize(req)
+        known.add(jid)
         q.append(job)  # _enqueue
         if q[0] is self._blocked:  # what _schedule would find first
             return []
