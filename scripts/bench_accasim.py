@@ -34,7 +34,9 @@ The same jobs (what each simulator is fed; nothing is copied into the repository
 * time resolution: AccaSim's SWF parser reads integer seconds and its clock is integral;
   the NASA log is integral, so nothing is rounded.
 
-Timing (each simulator in a fresh subprocess, best of k, default 3, ``--quick`` 1):
+Timing (each simulator in a fresh subprocess, best of k, default 5, ``--quick`` 1; one core:
+this script pins itself to one CPU before it starts them, so both run on that CPU, with
+numpy's thread pools at one thread, ``scripts/onecore.py``):
 ``simulation call`` is AccaSim's ``Simulator.start_simulation()`` (which also reads and
 parses the SWF incrementally) against mcemu's ``read_jobs`` + ``Simulation.run()``, the like
 for like comparison (the headline ratio); ``simulate only`` is mcemu's ``Simulation.run()``
@@ -71,6 +73,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from emulator.sim import swf  # noqa: E402
+from onecore import limit_threads, pin_one_core  # noqa: E402  (scripts/onecore.py)
 
 ACCASIM = "accasim==1.1.3"
 TRACE = ROOT.parent / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz"
@@ -266,7 +269,7 @@ def best_of(runs: list[dict], keys) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="one repeat instead of 3")
+    ap.add_argument("--quick", action="store_true", help="one repeat instead of 5")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     ap.add_argument("--repeat", type=int, default=None, help="k of best-of-k")
     ap.add_argument("--venv", type=Path, default=None, help="an existing venv with AccaSim 1.1.3")
@@ -274,12 +277,14 @@ def main(argv=None) -> int:
                     help="skip the extra untimed runs that compare every job's wait")
     ap.add_argument("--trace", type=Path, default=TRACE, help="the SWF log (default: the NASA iPSC/860 log)")
     args = ap.parse_args(argv)
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (1 if args.quick else 5)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else (lambda msg: print(msg))
     if not args.trace.exists():
         raise SystemExit(f"trace not found: {args.trace} (expected ../shared/traces next to the repo)")
 
     py, version, installed = ensure_accasim(args.venv, log)
+    limit_threads()  # the subprocesses import numpy (mcemu) with one thread for its pools
+    pinning = pin_one_core()  # both simulators on the same one CPU (the subprocesses inherit it)
     jobs = swf.read_jobs(args.trace, TOPOLOGY, min_runtime=ZERO_RUNTIME)
     with tempfile.TemporaryDirectory(prefix="mcemu-accasim-") as tmp:
         work = Path(tmp)
@@ -331,6 +336,7 @@ def main(argv=None) -> int:
         "jobs_missing_in_one": len(missing),
         "per_job_compared": bool(args.per_job),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "cpu_pinning": pinning,
     }
     out["meets_target"] = out["ratio_call"] >= TARGET_RATIO
     if args.json:
@@ -345,7 +351,7 @@ def report(out: dict) -> None:
     mc, acc = out["mcemu"], out["accasim"]
     c.print(f"[bold]{out['benchmark']}[/]\n[dim]{out['trace']}: {out['jobs']} jobs "
             f"({out['zero_runtime_jobs']} with run time 0, given {out['zero_runtime_given_seconds']} s in both); "
-            f"best of {out['repeat']}; load average "
+            f"best of {out['repeat']}; {out['cpu_pinning']}; load average "
             f"{', '.join(f'{x:.2f}' for x in out['load_average']) if out['load_average'] else 'n/a'}[/]")
     t = Table(header_style="bold")
     for col in ("simulator", "policy", "simulation call s", "(cpu s)", "of which simulate s",

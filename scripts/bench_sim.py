@@ -35,12 +35,12 @@ internal time per module and the top functions.
 """
 from __future__ import annotations
 
-import os
+from onecore import limit_threads, pin_one_core  # scripts/onecore.py
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+limit_threads()  # before numpy is imported
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import cProfile  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
@@ -74,15 +74,6 @@ PARAMS: dict = {}  # --threshold-check: the lazy parameter, else the discipline'
 def discipline(scheduler: str):
     """A fresh stack (allocator, quarantine, discipline) as every front end builds it."""
     return build(StackConfig(TOPOLOGY, ALLOCATOR, scheduler, params=dict(PARAMS))).policy
-
-
-def pin_one_core() -> str:
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {cpus[-1]})
-        return f"pinned to CPU {cpus[-1]} (of {len(cpus)} available)"
-    except (AttributeError, OSError) as e:  # not Linux, or not allowed
-        return f"not pinned ({e.__class__.__name__}); Python runs the simulation on one thread"
 
 
 def timed(fn):
