@@ -1,7 +1,11 @@
-"""``mcemu up / down / nodes / submit / queue / cancel / workload / wait / node``: the live cluster.
+"""``mcemu up / down / nodes / node``: the live cluster, its lifecycle and its nodes.
 
 The processes' lifecycle (start, recover, stop by pid) is :mod:`emulator.cli.lifecycle`;
-``cluster_processes``, ``start_cluster`` and ``stop_cluster`` are re-exported here.
+``cluster_processes``, ``start_cluster`` and ``stop_cluster`` are re-exported here. The jobs on
+the cluster (``submit / queue / cancel / workload / wait``) are :mod:`emulator.cli.jobs`, whose
+sub-commands ``add_commands`` registers here (after ``nodes``, before ``node``); what the
+commands that talk to the daemon share (``--key``, the client, the tables) is
+:mod:`emulator.cli._client` (``use_key`` is re-exported here).
 
 ``up`` starts two processes, each in its own session and recorded by pidfile in MCEMU_HOME:
 the daemon (``python -m emulator.live.daemon``) and the launcher (``python -m nodes.launcher``),
@@ -14,9 +18,6 @@ processes still alive have registered again with their tasks (never for the dead
 says what it recovered. An ``up`` that fails after it spawned something stops, by pid,
 everything it spawned (``_stop_started``).
 
-``wait`` polls the jobs until they are no longer queued or running; its exit status says how
-they ended.
-
 ``down`` asks the daemon to shut down (it tells the nodes, which kill their tasks), then
 waits for every process it recorded (daemon, launcher, the launcher's whole process tree,
 collected BEFORE asking) and terminates by pid whatever is left after a deadline. It never
@@ -24,64 +25,23 @@ looks processes up by name.
 """
 from __future__ import annotations
 
-import itertools
 import signal
 import sys
 import time
 
 from emulator.cli import UsageError, print_json
-from emulator.cli.lifecycle import FINISHED, cluster_processes, start_cluster, stop_cluster  # noqa: F401
+from emulator.cli._client import client_options, connect, ranges, table, use_key
+from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluster
 from emulator.jsonable import jsonable
 from emulator.live import home as homemod
 
 # lazy imports, measured: the client (zmq, msgpack) 50 ms, the policy stack 80 ms, rich 30 ms,
 # the workloads 140 ms at start-up of every mcemu command (each builds the whole parser, so
-# imports this module; scripts and tests poll `mcemu nodes` / `queue`)
+# imports this module and emulator.cli.jobs; scripts and tests poll `mcemu nodes` / `queue`)
 
-
-def use_key(args) -> None:
-    """``--key FILE``: the credential every tcp connection of this command uses (checked now,
-    one line if it is not one; emulator.live.keys), passed on as ``MCEMU_KEY``."""
-    import os
-
-    key = getattr(args, "key", None)
-    if key:
-        from emulator.live import keys as keysmod
-
-        try:
-            keysmod.credential(key)
-        except keysmod.KeyFileError as e:
-            raise UsageError(f"--key: {e}") from None
-        os.environ["MCEMU_KEY"] = key
-
-
-def _client(args):
-    from emulator.live.client import Client
-
-    use_key(args)
-    return Client(getattr(args, "connect", None) or None, timeout=args.timeout)
-
-
-def _table(title, columns, rows):
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
-    for c in columns:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*[("" if v is None else str(v)) for v in r])
-    # a pipe gets full rows (like squeue), a terminal gets rich's fitting
-    Console(width=None if sys.stdout.isatty() else 200).print(t)
-
-
-def _ranges(ids) -> str:
-    """Node ids as ranges: 0-3,5,7-8."""
-    runs = ([n for _, n in g] for _, g in itertools.groupby(enumerate(sorted(ids)), lambda p: p[1] - p[0]))
-    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
-
-
-# ---------------------------------------------------------------------- commands
+# lifecycle's and _client's names re-exported: the scripts, the tests and the monitor import them from here
+__all__ = ["add_commands", "cmd_up", "cmd_down", "cmd_nodes", "cmd_node",
+           "cluster_processes", "start_cluster", "stop_cluster", "use_key"]
 
 
 def cmd_up(args) -> int:
@@ -110,8 +70,8 @@ def cmd_up(args) -> int:
         print_json(doc)
     elif rec is not None:
         cfg = st["config"]
-        down = f"{len(rec['nodes_down'])} down ({_ranges(rec['nodes_down'])})" if rec["nodes_down"] else "none down"
-        late = (f"; {len(rec['nodes_not_back'])} not registered yet ({_ranges(rec['nodes_not_back'])}): down "
+        down = f"{len(rec['nodes_down'])} down ({ranges(rec['nodes_down'])})" if rec["nodes_down"] else "none down"
+        late = (f"; {len(rec['nodes_not_back'])} not registered yet ({ranges(rec['nodes_not_back'])}): down "
                 f"after {rec['grace_s']:g} s unless they do" if rec["nodes_not_back"] else "")
         print(f"recovered the journal in {st['startup_s']:.2f} s: {cfg['topology']} ({st['size']} nodes), "
               f"{rec['queued']} jobs queued, {rec['running']} running, {rec['finished']} finished; "
@@ -178,7 +138,7 @@ def cmd_down(args) -> int:
 
 
 def cmd_nodes(args) -> int:
-    with _client(args) as c:
+    with connect(args) as c:
         nodes = c.nodes()
     if args.json:
         print_json({"nodes": nodes})
@@ -191,218 +151,15 @@ def cmd_nodes(args) -> int:
         def tasks(n, st):
             return ",".join(f"{t['job']}({t['pid']})" if args.long else str(t["job"])
                             for t in n["tasks"] if t["state"] == st) or "-"
-        _table(None, ["NODE", "STATE", "RUNNING", "SUSPENDED"] + (["PID", "HOST"] if args.long else []),
-               [(n["node"], n["state"], tasks(n, "running"), tasks(n, "suspended"))
-                + ((n["pid"], n["host"]) if args.long else ()) for n in nodes])
+        table(None, ["NODE", "STATE", "RUNNING", "SUSPENDED"] + (["PID", "HOST"] if args.long else []),
+              [(n["node"], n["state"], tasks(n, "running"), tasks(n, "suspended"))
+               + ((n["pid"], n["host"]) if args.long else ()) for n in nodes])
     elif not args.long:
-        _table(None, ["STATE", "NODES", "NODELIST"], [(s, len(v), _ranges(v)) for s, v in sorted(groups.items())])
+        table(None, ["STATE", "NODES", "NODELIST"], [(s, len(v), ranges(v)) for s, v in sorted(groups.items())])
     else:
-        _table(None, ["NODE", "STATE", "JOB", "PID", "HOST"],
-               [(n["node"], n["state"], ",".join(map(str, n["jobs"])) or "-", n["pid"], n["host"]) for n in nodes])
+        table(None, ["NODE", "STATE", "JOB", "PID", "HOST"],
+              [(n["node"], n["state"], ",".join(map(str, n["jobs"])) or "-", n["pid"], n["host"]) for n in nodes])
     return 0
-
-
-def _parse_request(args) -> dict:
-    if args.cube is not None:
-        return {"cube": args.cube}
-    if args.shape:
-        try:
-            w, h = (int(x) for x in args.shape.lower().split("x"))
-        except ValueError:
-            raise UsageError(f"--shape must be WxH, got {args.shape!r}") from None
-        return {"shape": [w, h]}
-    return {"nodes": args.nodes}
-
-
-def cmd_submit(args) -> int:
-    from emulator.live.client import DaemonError
-
-    from emulator.cli.net import pattern_job
-
-    request = _parse_request(args)
-    with _client(args) as c:
-        command, runtime = pattern_job(args, request, c) if args.pattern else (args.task_command, args.runtime)
-        if runtime is None:
-            raise UsageError("--runtime is required (but for a --pattern job)")
-        if runtime <= 0:
-            raise UsageError(f"--runtime must be > 0, got {runtime}")
-        try:
-            jid = c.submit(request, runtime, args.name or "", command, args.burn)
-        except DaemonError as e:
-            raise UsageError(str(e)) from None
-    if args.json:
-        print_json({"job": jid})
-    else:
-        print(f"Submitted job {jid}")
-    return 0
-
-
-def cmd_queue(args) -> int:
-    with _client(args) as c:
-        q = c.queue(all=args.all)
-    if args.json:
-        print_json(q)
-        return 0
-    rows = []
-    gang = q.get("gang")
-    for j in q["jobs"]:
-        row = (j["id"], j["name"], j.get("owner") or "-", j["state"], j["request_text"], j["allocation"] or "-",
-               _ranges(j["nodes"] or []) or "-", f"{j['submit']:.2f}",
-               "" if j["start"] is None else f"{j['start']:.2f}", "" if j["end"] is None else f"{j['end']:.2f}",
-               j["attempt"], j["reason"] or "")
-        if gang:
-            g = j.get("gang") or {}
-            att = g.get("attained")
-            row = row[:4] + (g.get("state", ""), "" if g.get("level") is None else g["level"],
-                             "" if g.get("slots") is None else g["slots"],
-                             "" if att is None else f"{att:.2f}") + row[4:]
-        rows.append(row)
-    cols = ["JOBID", "NAME", "OWNER", "STATE", "REQUEST", "ALLOCATION", "NODELIST", "SUBMIT", "START", "END", "ATT", "REASON"]
-    if gang:
-        cols[4:4] = ["SLOT", "LEVEL", "SLOTS", "ATTAINED"]
-    _table(f"now {q['now']:.2f}", cols, rows)
-    return 0
-
-
-def cmd_cancel(args) -> int:
-    from emulator.live.client import DaemonError
-
-    with _client(args) as c:
-        try:
-            r = c.cancel(args.job)
-        except DaemonError as e:
-            raise UsageError(str(e)) from None
-    if args.json:
-        print_json(r)
-    else:
-        print(f"job {r['job']} cancelled")
-    return 0
-
-
-def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0, service_mean=None):
-    """The synthetic workload to stream, from emulator.sim.workloads (the simulator's generators):
-    a list of {"at": model time, "request", "runtime", "name"}."""
-    from emulator.sim import workloads
-
-    kw = {} if service_mean is None else {"service_mean": service_mean}
-    jobs = workloads.generate(topology, load, size_dist or "uniform", service or "uniform", seed=seed,
-                              jobs=n_jobs, **kw)
-    return [{"at": j.submit, "request": j.request.to_dict(), "runtime": j.runtime, "name": j.name or f"w{j.id}"}
-            for j in jobs]
-
-
-def cmd_workload(args) -> int:
-    with _client(args) as c:
-        st = c.status()
-        jobs = workload_jobs(st["config"]["topology"], args.jobs, args.load, args.size_dist, args.service, args.seed,
-                             args.service_mean)
-        unit = st["config"]["time_unit"]
-        tasks = _pattern_tasks(args, jobs, c) if args.pattern else [(None, j["runtime"]) for j in jobs]
-        t0 = time.monotonic()
-        ids = []
-        for j, (command, runtime) in zip(jobs, tasks):
-            delay = t0 + j["at"] * unit - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)  # streaming at the workload's own arrival times
-            j["runtime"] = runtime
-            ids.append(c.submit(j["request"], runtime, j.get("name", ""), command=command))
-            if not args.json:
-                print(f"submitted job {ids[-1]} {j['request']} runtime {j['runtime']:.3g}", flush=True)
-    if args.json:
-        print_json({"jobs": ids, "submitted": len(ids)})
-    return 0
-
-
-def _pattern_tasks(args, jobs, client) -> list:
-    """``workload --pattern``: every job runs the ready-made pattern task (emulator.cli.net
-    ``pattern_job``), its run time set by its messages; all checked before the first submit
-    (a pattern that does not fit a drawn shape is a one-line error, nothing is submitted)."""
-    from types import SimpleNamespace
-
-    from emulator.cli.net import pattern_job
-
-    out = []
-    for i, j in enumerate(jobs):
-        a = SimpleNamespace(pattern=args.pattern, mtbs=args.mtbs, iterations=args.iterations, warmup=args.warmup,
-                            seed=args.seed * 1_000_003 + i, group=None, runtime=None)
-        try:
-            out.append(pattern_job(a, j["request"], client))
-        except UsageError as e:
-            raise UsageError(f"job {i + 1} of the stream ({j['request']}): {e}") from None
-    return out
-
-
-WAIT_POLL = 0.2  # seconds between two looks at the jobs
-
-
-def cmd_wait(args) -> int:
-    """Block until the jobs finish; 0 when all completed, 1 when any failed or was cancelled,
-    2 on a usage error (an unknown job, no cluster), 3 when ``--timeout`` passed first. The
-    daemon may die and be restarted meanwhile (recovery): the wait goes on."""
-    from emulator.live.client import Client, ClientTimeout
-    from emulator.live.recovery import pending_meta
-
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
-    deadline = None if args.timeout is None else time.monotonic() + args.timeout
-    home = None if args.connect else homemod.home_dir()
-    use_key(args)
-    c = Client(args.connect or None, timeout=5.0)
-    told = False
-    try:
-        try:
-            if args.jobs:
-                ids = sorted(set(args.jobs))
-                known = {j["id"] for j in c.queue(jobs=ids)["jobs"]}
-                if set(ids) - known:
-                    raise UsageError(f"no such job: {_ranges(set(ids) - known)}")
-            else:
-                ids = sorted(j["id"] for j in c.queue()["jobs"])
-        except ClientTimeout as e:
-            raise UsageError(str(e)) from None
-        jobs = []
-        while ids:
-            try:
-                jobs = c.queue(jobs=ids)["jobs"]
-                if told:
-                    print("mcemu wait: the daemon answers again", file=sys.stderr)
-                    told = False
-            except ClientTimeout:
-                if home is not None and homemod.read_pidfile(home / "daemon.pid") is None \
-                        and not pending_meta(home):
-                    raise UsageError(f"the cluster in {home} was stopped before jobs "
-                                     f"{_ranges(ids)} finished") from None
-                if not told:
-                    print("mcemu wait: the daemon does not answer (restarting?); still waiting", file=sys.stderr)
-                    told = True
-                jobs = []
-            if jobs and all(j["state"] in FINISHED for j in jobs):
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            time.sleep(WAIT_POLL if deadline is None else max(0.0, min(WAIT_POLL, deadline - time.monotonic())))
-    finally:
-        c.close()
-    counts: dict[str, int] = {}
-    for j in jobs:
-        counts[j["state"]] = counts.get(j["state"], 0) + 1
-    active = [j["id"] for j in jobs if j["state"] not in FINISHED]
-    if not jobs and ids:  # the daemon never answered again before the deadline
-        active = ids
-    code = 3 if active else (1 if any(j["state"] != "completed" for j in jobs) else 0)
-    if args.json:
-        print_json({"jobs": [{k: j.get(k) for k in ("id", "name", "state", "exit", "reason", "attempt")}
-                             for j in jobs], "states": counts, "timed_out": bool(active), "exit": code})
-    elif not ids:
-        print("no job queued or running: nothing to wait for")
-    else:
-        for j in jobs:
-            if j["state"] != "completed":
-                why = j.get("reason") or (f"exit {j['exit']}" if j.get("exit") else "")
-                print(f"job {j['id']} {j['state']}" + (f": {why}" if why else ""))
-        summary = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
-        print(f"{len(ids)} jobs: {summary}" + (f"; still active at the timeout: {_ranges(active)}" if active else ""))
-    return code
 
 
 def cmd_node(args) -> int:
@@ -456,12 +213,7 @@ def _add_up(sub) -> None:
 
 
 def add_commands(sub) -> None:
-    def common(p, json=True):
-        if json:
-            p.add_argument("--json", action="store_true", help="print one JSON document")
-        p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
-        p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
-        p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
+    from emulator.cli import jobs, keys
 
     _add_up(sub)
 
@@ -471,71 +223,11 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_down)
 
     p = sub.add_parser("nodes", help="node states (like sinfo)")
-    common(p)
+    client_options(p)
     p.add_argument("--long", "-l", action="store_true", help="one line per node")
     p.set_defaults(func=cmd_nodes)
 
-    p = sub.add_parser("submit", help="submit one job")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--cube", type=int, help="a K-cube")
-    g.add_argument("--shape", help="a WxH submesh")
-    g.add_argument("--nodes", type=int, help="a processor count")
-    p.add_argument("--runtime", type=float, help="run time in model time units (required without --pattern)")
-    p.add_argument("--name")
-    p.add_argument("--pattern", help="a ready-made task that runs this communication pattern (transpose, "
-                                     "diagonal, ring, ...; needs --shape and a cluster with --network)")
-    p.add_argument("--mtbs", type=float, default=0.0, help="--pattern: mean time between sends, network us (0)")
-    p.add_argument("--iterations", type=int, default=100, help="--pattern: measured messages per path (100)")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="--pattern: messages per path before those measured (default a tenth of --iterations)")
-    p.add_argument("--seed", type=int, default=0, help="--pattern: seed of the computation times (0)")
-    p.add_argument("--group", help="--pattern: keep sending (unmeasured) until every job of this group is done, "
-                                   "as `mcemu net simulate` keeps every path sending")
-    p.add_argument("--command", dest="task_command", help="shell command each task runs (default: a synthetic task)")
-    p.add_argument("--burn", action="store_true", help="synthetic task burns CPU instead of sleeping")
-    common(p)
-    p.set_defaults(func=cmd_submit)
-
-    p = sub.add_parser("queue", help="waiting and running jobs (like squeue)")
-    p.add_argument("--all", action="store_true", help="include finished jobs")
-    common(p)
-    p.set_defaults(func=cmd_queue)
-
-    p = sub.add_parser("cancel", help="cancel a job")
-    p.add_argument("job", type=int)
-    common(p)
-    p.set_defaults(func=cmd_cancel)
-
-    p = sub.add_parser("workload", help="stream a synthetic Poisson workload into the running cluster",
-                       description="Submit N jobs with Poisson arrivals in real time (the cluster's time unit), "
-                                   "sizes and run times drawn as `mcemu simulate` draws them; `mcemu policies` "
-                                   "lists the distributions.")
-    p.add_argument("--jobs", type=int, required=True, help="how many jobs to submit")
-    p.add_argument("--load", type=float, required=True,
-                   help="offered load: arrival rate x mean size x mean service / machine size (e.g. 0.8)")
-    p.add_argument("--size-dist", help="job size distribution (default: uniform on a cube, processors on a mesh)")
-    p.add_argument("--service", help="service time distribution (default uniform)")
-    p.add_argument("--service-mean", type=float, help="mean service time in model units (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the stream (default 0)")
-    p.add_argument("--pattern", help="every job runs this communication pattern (`mcemu submit --pattern`; needs "
-                                     "`up --network wormhole`): its run time comes from its messages")
-    p.add_argument("--mtbs", type=float, default=0.0, help="--pattern: mean time between sends, network us (0)")
-    p.add_argument("--iterations", type=int, default=100, help="--pattern: measured messages per path (100)")
-    p.add_argument("--warmup", type=int, help="--pattern: messages per path before those measured (a tenth)")
-    common(p)
-    p.set_defaults(func=cmd_workload)
-
-    p = sub.add_parser("wait", help="block until jobs finish; the exit status says how they ended",
-                       description="Wait for the given jobs (default: every job queued or running now) to finish. "
-                                   "Exit status: 0 every job completed, 1 some failed or were cancelled, 2 a usage "
-                                   "error (no such job, no cluster), 3 --timeout passed with jobs still queued or "
-                                   "running. A daemon that dies and is restarted meanwhile (`mcemu up`) is waited for.")
-    p.add_argument("jobs", type=int, nargs="*", metavar="JOB", help="job ids (default: every active job)")
-    p.add_argument("--timeout", type=float, help="give up after this many seconds (exit status 3)")
-    p.add_argument("--connect", help="daemon endpoint (default: MCEMU_HOME's ipc socket)")
-    p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.set_defaults(func=cmd_wait)
+    jobs.add_commands(sub)
 
     p = sub.add_parser("node", help="run one node agent that joins a cluster (e.g. from another host)")
     p.add_argument("--connect", required=True,
@@ -550,7 +242,5 @@ def add_commands(sub) -> None:
     p.add_argument("--key", help="node credential for a tcp daemon (`mcemu keys issue NAME --role node`; "
                                  "default: MCEMU_KEY)")
     p.set_defaults(func=cmd_node)
-
-    from emulator.cli import keys
 
     keys.add_commands(sub)
