@@ -19,15 +19,10 @@ nothing else is allocated until the head of Q_j is.
         Q_j); on success clear stop_alloc; 4. Buddy_Release(I_k).
 
 **Threshold** (``threshold``): a number fixes it (the paper's "predefined" threshold);
-``"dynamic"`` (default) is the paper's heuristic d_t^2 * lambda, where, in this reading,
-d_t is the mean queueing delay (start - submit) of all jobs allocated so far (the running
-R/A of section 4.2, updated "every time a job is allocated"), and lambda the measured arrival
-rate, (arrivals - 1) / (last arrival - first arrival), i.e. one over the mean inter-arrival
-time. Until one job has been allocated and two have arrived apart in time there is no
-threshold. ``None`` (or ``"none"``) disables the threshold (pure laziness; a large job can
-then starve). A job has reached the threshold when ``now >= submit + threshold`` ("whenever
-the waiting time of a job *reaches* the threshold"). Note that d_t^2 lambda < d_t whenever
-d_t lambda < 1, so at light load the dynamic threshold is short and cuts laziness short.
+``"dynamic"`` (default) is the paper's heuristic d_t^2 * lambda, from the measured mean
+queueing delay d_t and arrival rate lambda; ``None`` (or ``"none"``) disables it (pure
+laziness; a large job can then starve). How d_t and lambda are read, and when a job has
+reached the threshold: scheduler.disciplines._lazy_threshold.
 
 **Hand-over**: the departing job's Allocation is given to the head of Q_k as it is, without
 being released and re-allocated, so the head gets exactly "the released subsystem" whatever
@@ -90,223 +85,45 @@ in that order at a departure (the priority job cannot use the departing cube), t
 request checked only at departures, no timer, no retry pass. It differs from the default
 (which also checks only at departures) by gaps 1, 2 and 5, not by when the threshold is
 checked; ``threshold_check`` does not apply to it.
+
+**Layout.** This module holds the decisions: Lazy_Request (``arrive``), Lazy_Release
+(``depart``, with the hand-over), the retry pass and the literal mode. The state they decide
+on is kept by two mixins, one concern each: the per-size queues Q_k and counts N_k with their
+bookkeeping (scheduler.disciplines._lazy_queues, ``SizeQueues``), and the starvation
+threshold -- its value, d_t and lambda, the ages of the waiting jobs, the check and its timer
+(scheduler.disciplines._lazy_threshold, ``StarvationThreshold``).
 """
 from __future__ import annotations
 
 import heapq
-import math
-from collections import deque
 
 from scheduler.disciplines import register
-from scheduler.disciplines.base import Discipline, DisciplineError, remove_job
-from scheduler.decisions import Start, new_start
+from scheduler.disciplines._lazy_queues import SizeQueues
+from scheduler.disciplines._lazy_threshold import StarvationThreshold
+from scheduler.disciplines.base import Discipline, DisciplineError
+from scheduler.decisions import new_start
 from scheduler.jobs import JobError
 
 _INF = float("inf")
 
 
-def _parse_threshold(value):
-    if value is None or value == "dynamic":
-        return value
-    if value is False:  # ``--param threshold=off`` reads as False
-        return None
-    if isinstance(value, str) and value.strip().lower() in ("none", "off"):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise DisciplineError(
-                f"lazy threshold must be 'dynamic', a number >= 0 or None, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
-            or math.isnan(value):
-        raise DisciplineError(f"lazy threshold must be 'dynamic', a number >= 0 or None, got {value!r}")
-    return None if math.isinf(value) else float(value)
-
-
 @register("lazy")
-class Lazy(Discipline):
+class Lazy(SizeQueues, StarvationThreshold, Discipline):
     """Per-size queues Q_k that wait for busy k-cubes while |Q_k| <= N_k; stop_alloc on delay."""
-
-    CHECKS = ("release", "event")
 
     def __init__(self, topology, allocator, *, threshold="dynamic", literal: bool = False,
                  threshold_check: str = "release", **params):
         super().__init__(topology, allocator, **params)
         if not isinstance(literal, bool):
             raise DisciplineError(f"lazy parameter literal must be true or false, got {literal!r}")
-        if threshold_check not in self.CHECKS:
-            raise DisciplineError(f"lazy parameter threshold_check must be one of {', '.join(self.CHECKS)}, "
-                                  f"got {threshold_check!r}")
-        self.threshold_check = threshold_check
-        # gap 4: the oldest job checked at every event and on a timer (not the paper's default)
-        self._check_events = threshold_check == "event" and not literal
-        self.threshold_param = _parse_threshold(threshold)
+        self._init_threshold(threshold, threshold_check, literal)  # checks threshold_check, then threshold
         self.literal = literal
-        nq = topology.num_classes
-        self.queues = [deque() for _ in range(nq)]
-        self._ks = range(nq)
-        self.N = [0] * nq
-        self.stop_alloc = False
-        self.Q_j: int | None = None
-        self.priority_job = None  # id of the head of Q_j while stop_alloc is set
-        self._alloc_class: dict = {}  # running job id -> class of its allocation
-        self._count = 0
-        self._arrival_k: int | None = None  # literal mode: the queue Lazy_Request serves
-        self._releases = 0  # allocations released so far
-        # Queues the retry pass must look at: all after a release, else those that gained
-        # or lost a head since the last pass (a head that failed cannot fit until a release).
-        self._all_dirty = True
-        self._dirty: set = set()
-        # The oldest waiting job in O(log): a heap of (submit, seq, job, k), stale entries
-        # (jobs no longer waiting) dropped when they surface. While the jobs come in submit
-        # order (always in the simulator) the entries are pushed in heap order, so the heap
-        # is a deque (``_fifo``: append and popleft instead of heappush and heappop, the same
-        # first entry); the first entry out of order turns it into the heap (a sorted list is
-        # one) for good.
-        self._ages = deque()
-        self._fifo = True
-        self._waiting: dict = {}  # waiting job id -> Job (its queue: _class_cache[request])
-        self._seq = 0
-        self._failed: list = [None] * nq  # per queue: (releases, head id) of its last failure
-        # measurements for the dynamic threshold
-        self.arrivals = 0
-        self._first_arrival = self._last_arrival = None
-        self.allocated = 0
-        self.total_delay = 0.0
-        self._dynamic = self.threshold_param == "dynamic"
-        self._threshold = None if self._dynamic else self.threshold_param
-        # The dynamic threshold is a function of the measurements above, recomputed when it
-        # is read after one of them changed (_current_threshold), not at every arrival and
-        # allocation: the same value, fewer computations.
-        self._stale = False
-        # next_wakeup() always answers None unless the threshold is checked at events: the
-        # engine then skips the call (emulator.sim.engine)
-        self.never_wakes = not self._check_events
+        self._init_queues(topology.num_classes)
         # _schedule's pass is the retry pass only (no threshold check, not literal): arrive
         # and depart may answer for it when it could start nothing
         self._plain_pass = not self._check_events and not literal
         # request -> its queue, for requests that arrived before (normalized, so admitted)
         self._arrival_class: dict = {}
-
-    # ------------------------------------------------------------------ measurements
-
-    @property
-    def d_t(self) -> float | None:
-        return self.total_delay / self.allocated if self.allocated else None
-
-    @property
-    def arrival_rate(self) -> float | None:
-        if self.arrivals < 2 or self._last_arrival <= self._first_arrival:
-            return None
-        return (self.arrivals - 1) / (self._last_arrival - self._first_arrival)
-
-    @property
-    def threshold(self) -> float | None:
-        """The waiting-time threshold now, None when there is none."""
-        return self._current_threshold()
-
-    def _current_threshold(self) -> float | None:
-        if self._stale:
-            self._stale = False
-            self._update_threshold()
-        return self._threshold
-
-    def _update_threshold(self) -> None:
-        # Only an arrival (lambda) or an allocation (d_t) moves the dynamic threshold. The
-        # arithmetic of d_t * d_t * arrival_rate, without the properties: it runs at every
-        # arrival and allocation.
-        if self._dynamic:
-            n, a = self.allocated, self.arrivals
-            if n and a >= 2 and self._last_arrival > self._first_arrival:
-                d = self.total_delay / n
-                self._threshold = d * d * ((a - 1) / (self._last_arrival - self._first_arrival))
-            else:
-                self._threshold = None
-
-    # ------------------------------------------------------------------ bookkeeping
-
-    def _record_start(self, s: Start) -> Start:
-        req = s.allocation.request
-        k = self._class_cache.get(req)
-        if k is None:
-            k = self._size_class(req)
-        job = s.job
-        self._alloc_class[job.id] = k
-        self.N[k] += 1
-        self.allocated += 1
-        self.total_delay += s.time - job.submit
-        if self._dynamic:
-            self._stale = True
-        return s
-
-    def _pop_head(self, k: int):
-        job = self.queues[k].popleft()
-        del self._waiting[job.id]
-        self._count -= 1
-        if job.id == self.priority_job:
-            self.stop_alloc, self.Q_j, self.priority_job = False, None, None
-        return job
-
-    def _start_head(self, k: int, now: float) -> Start | None:
-        """Buddy_Request(head of Q_k): on success the head leaves Q_k and N grows."""
-        head = self.queues[k][0]
-        key = (self._releases, head.id)
-        if self._failed[k] == key:
-            # Nothing was released since this head last failed, and allocations only take
-            # nodes away: it would fail again. Skipping keeps an event O(queues), not
-            # O(queues x allocator search).
-            return None
-        alloc = self.allocator.allocate(head.request)
-        if alloc is None:
-            self._failed[k] = key
-            return None
-        self._pop_head(k)
-        s = self.running[head.id] = new_start(head, alloc, now)
-        return self._record_start(s)
-
-    def _release(self, alloc) -> None:
-        self.allocator.release(alloc)
-        self._releases += 1
-        self._all_dirty = True
-
-    def _push_age(self, entry) -> None:
-        ages = self._ages
-        if self._fifo:
-            if not ages or entry[0] >= ages[-1][0]:
-                ages.append(entry)
-                return
-            self._ages = ages = list(ages)  # sorted by (submit, seq): a heap
-            self._fifo = False
-        heapq.heappush(ages, entry)
-
-    def _drop_age(self) -> None:
-        """Drop the first (stale) entry of ``_ages``."""
-        if self._fifo:
-            self._ages.popleft()
-        else:
-            heapq.heappop(self._ages)
-
-    def _oldest(self):
-        """(job, k) of the oldest waiting job (the paper: "keeping track of the waiting time
-        of the earliest generated job"); None when nothing waits."""
-        ages, waiting = self._ages, self._waiting
-        while ages:
-            _, _, job, k = ages[0]
-            if waiting.get(job.id) is job:
-                return job, k
-            self._drop_age()
-        return None
-
-    def _check_threshold(self, now: float) -> None:
-        if self.stop_alloc or not self._count:
-            return
-        t = self._current_threshold()
-        if t is None:
-            return
-        job, k = self._oldest()
-        if now >= job.submit + t:
-            self.stop_alloc, self.Q_j, self.priority_job = True, k, job.id
 
     # ------------------------------------------------------------------ hooks
 
@@ -361,46 +178,6 @@ class Lazy(Discipline):
             self._fill(k, now, started)
             return started
         return self._schedule(now)
-
-    def _held_arrival(self, job, now):
-        # every arrival is measured here, a job held at its arrival (Discipline._held_arrive)
-        # too: lambda counts it
-        self.arrivals += 1
-        if self._first_arrival is None:
-            self._first_arrival = now
-        self._last_arrival = now
-        if self._dynamic:
-            self._stale = True
-
-    def _enqueue(self, job, now):
-        self._put(job, self._size_class(job.request))
-
-    def _put(self, job, k: int) -> None:
-        self.queues[k].append(job)
-        self._waiting[job.id] = job
-        self._seq += 1
-        self._push_age((job.submit, self._seq, job, k))
-        self._count += 1
-        self._arrival_k = k
-        self._dirty.add(k)
-
-    def _reinstate(self, job, now):
-        # a held job whose nodes came back: into Q_k in its place by submit time (its age in
-        # the heap is its submit time anyway; its arrival was measured when it was held)
-        k = self._size_class(job.request)
-        self._put(job, k)
-        q = self.queues[k]
-        if len(q) > 1 and q[-2].submit > job.submit:
-            q.pop()
-            q.insert(next(i for i, j in enumerate(q) if j.submit > job.submit), job)
-
-    def _dequeue(self, job_id):
-        k = self._class_cache[self._waiting.pop(job_id).request]
-        remove_job(self.queues[k], job_id)
-        self._count -= 1
-        self._dirty.add(k)
-        if job_id == self.priority_job:
-            self.stop_alloc, self.Q_j, self.priority_job = False, None, None
 
     def depart(self, job_id, now):
         if type(now) is float and self.now <= now < _INF:  # _advance's hot path
@@ -494,13 +271,6 @@ class Lazy(Discipline):
             return False
         down = getattr(self.allocator, "down", None)
         return not down or down.isdisjoint(alloc.nodes)
-
-    def tick(self, now):
-        # A tick may follow a change the discipline cannot see (the daemon's quarantine
-        # bringing a node back): forget which heads were known not to fit.
-        self._releases += 1
-        self._all_dirty = True
-        return super().tick(now)
 
     def _schedule(self, now):
         if not self._plain_pass or self.stop_alloc:
@@ -611,19 +381,6 @@ class Lazy(Discipline):
             return []
         s = self._start_head(k, now)
         return [s] if s is not None else []
-
-    def next_wakeup(self):
-        if not self._check_events or self.stop_alloc or not self._count:
-            return None
-        t = self._current_threshold()
-        if t is None:
-            return None
-        ages, waiting = self._ages, self._waiting
-        while True:  # _oldest, inlined: the simulator asks after every event
-            job = ages[0][2]
-            if waiting.get(job.id) is job:
-                return job.submit + t
-            self._drop_age()
 
     # ------------------------------------------------------------------ views
 
