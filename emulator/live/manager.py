@@ -6,6 +6,13 @@ inputs go to the policy, decisions come back, and replies, task messages and eve
 is on disk before anyone hears of it). Tests drive a daemon's handlers in memory without
 binding its sockets (tests/test_protocol.py).
 
+This module is the core that both kinds of handler share: the state, the policy inputs and
+the decisions they return, the job lifecycle (finish, kill, fault) and the outgoing messages.
+The handlers are mixins of :class:`ProcessorManager`, split by who sends the message: the
+nodes' registrations, task reports and faults in emulator.live.node_handlers (with the
+decisions on job ends and node faults), the clients' requests in
+emulator.live.client_handlers. They reach the policy only through ``_input`` below.
+
 The policy is built by ``scheduler.stack.build`` from the cluster's configuration
 (emulator.live.config): ``discipline(reduction(quarantine(allocator)))``, or a gang policy
 over quarantined rows. ``_apply`` is the only place the policy is called, live and while
@@ -17,28 +24,14 @@ gang policy), a Finish confirms what the manager already did.
 Model time ``now = (monotonic() - t0) / time_unit``; t0 is kept in the journal, and the
 monotonic clock is system-wide, so a restarted daemon continues the same model time.
 
-Decisions of this implementation:
-
-* A job ends when every one of its tasks has reported (its real exit), not at the model run
-  time: for a synthetic task the two coincide up to process start-up; for a real
-  ``--command`` only the exit is meaningful. The policy's ``depart`` is called then, at the
-  model time of the last report. The job is ``completed`` when all tasks exited 0, else
-  ``failed``.
-* A node that misses its heartbeats (emulator.live.nodes) is ``down``: it is taken out of
-  service (``stack.mark_down``) and every running job with a task there is requeued (same
-  id, same submit time; its other tasks are killed) until it has met ``max_requeue`` node
-  faults (default 1); the next fault fails it. A node that registers again is in service
-  (``stack.mark_up``: the policy retries its waiting jobs). A node that registers with
-  another pid than before is a new incarnation: its tasks are lost (same as a fault).
-* A queued job that cannot be allocated at all while the down nodes are out (a 2-cube on a
-  3-cube with nodes 1 and 5 down) is *held* by the discipline (scheduler.disciplines.base):
-  it blocks no one, and ``mcemu queue`` shows it ``held`` with the reason
-  (``ReqNodeNotAvail: ...``) until a node comes back and it is queued again. The record
-  stays ``queued``; ``held`` is the policy's view, added by emulator.live.views.
+A queued job that cannot be allocated at all while the down nodes are out (a 2-cube on a
+3-cube with nodes 1 and 5 down) is *held* by the discipline (scheduler.disciplines.base): it
+blocks no one, and ``mcemu queue`` shows it ``held`` with the reason (``ReqNodeNotAvail:
+...``) until a node comes back and it is queued again. The record stays ``queued``;
+``held`` is the policy's view, added by emulator.live.views.
 """
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
@@ -46,15 +39,13 @@ from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live import recovery, views
+from emulator.live.client_handlers import ClientHandlers
 from emulator.live.gang import slots_for
-from emulator.live.jobs import ACTIVE, JobRec
+from emulator.live.jobs import JobRec
+from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
 from scheduler.decisions import SlotSwitch, Start
-from scheduler.jobs import JobError
 from scheduler.stack import build
-from scheduler.topology import Request, RequestError, TopologyError
-
-log = logging.getLogger("mcemu.daemon")
 
 # While a job's tasks are starting (its ``run`` messages sent, not every ``task_started`` back
 # yet), the heartbeat waves and snapshots wait, at most this many seconds: on two cores a
@@ -65,7 +56,7 @@ log = logging.getLogger("mcemu.daemon")
 START_QUIET = 0.05
 
 
-class ProcessorManager:
+class ProcessorManager(NodeHandlers, ClientHandlers):
     def __init__(self, home: Path, config: dict | None = None, grace: float = 5.0, snapshot_every: float = 1.0,
                  fsync: bool = False):
         self.home = Path(home)
@@ -236,192 +227,7 @@ class ProcessorManager:
         if jr.state == "queued":
             self.journal.job(jr.row())
 
-    def _task_done(self, nr, jid, att, rank, status, usage, error):
-        self.outbox.append((nr.ident, P.encode_unchecked("ack", job=jid, attempt=att, rank=rank)))
-        jr = self.jobs.get(jid)
-        if jr is None or jr.state != "running" or jr.attempt != att or rank in jr.done:
-            return
-        if rank >= len(jr.nodes) or jr.nodes[rank] != nr.id:
-            return
-        if jr.task_done(rank, status, usage, error):
-            self._finish(jr, "completed" if all(s == 0 for s in jr.exit) else "failed", self.now())
-        else:
-            self.journal.job(jr.row())
-
-    # ------------------------------------------------------------------ nodes
-
-    def node_state(self, n: int) -> str:
-        """down, idle, busy, or (a gang's node whose jobs are all kept in) suspended."""
-        nr = self.nodes[n]
-        if n in self.down:
-            return "down"
-        if not nr.jobs:
-            return "idle"
-        return self.slots.busy_state(nr)
-
-    def _node_down(self, nr, why: str):
-        if nr.id in self.down:
-            return
-        t = self._input("node_down", node=nr.id)
-        self.registry.detach(nr)
-        self._emit_node(nr.id, "down", t)
-        for jid in sorted(nr.jobs):
-            jr = self.jobs[jid]
-            if jr.state == "running":
-                self._fault(jr, nr.id, f"node {nr.id} {why}")
-        nr.jobs.clear()
-
-    def _purge(self, wall: float):
-        for nr in self.registry.expired(wall):
-            if nr.id not in self.down:  # an earlier node's faults may not have changed that
-                log.info("node %d missed its heartbeats: down", nr.id)
-                self._node_down(nr, "missed its heartbeats")
-
-    # ------------------------------------------------------------------ node messages
-
-    def on_register(self, ident, m):
-        n = m["node"]
-        if n >= self.topology.size:
-            return self._error(ident, "bad-node", f"node {n} is not in {self.topology} (0..{self.topology.size - 1})")
-        nr = self.nodes[n]
-        p = self.principal_of(ident)
-        if (nr.ident is not None and nr.ident != ident and nr.principal is not None and nr.principal != p
-                and time.monotonic() - nr.last < self.expiry):
-            return self._error(ident, "forbidden", f"node {n} is played by a live connection of another "
-                                                   f"principal ({nr.principal.name!r})")
-        nr.principal = p
-        new_incarnation = self.registry.attach(ident, nr, m["pid"], m["host"], time.monotonic())
-        self.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=self.hb, liveness=self.liveness)))
-        if new_incarnation:
-            for jid in sorted(nr.jobs):
-                jr = self.jobs[jid]
-                if jr.state == "running":
-                    self._fault(jr, n, f"node {n} restarted")
-            nr.jobs.clear()
-        self._reconcile(nr, ident, m)
-        self.slots.resend(nr)  # adopted tasks get the current slot
-        if n in self.down:
-            t = self._input("node_up", node=n, data={"pid": nr.pid, "host": nr.host})
-            self._emit_node(n, "idle", t)
-
-    def _reconcile(self, nr, ident, m):
-        """The tasks a (re)registering node reports against what runs there: finished ones are
-        counted once, alive ones adopted, unknown ones killed, missing ones sent again."""
-        n = nr.id
-        for d in m.get("finished") or ():
-            self._task_done(nr, d["job"], d["attempt"], d["rank"], d["status"], d["usage"], None)
-        alive = {(d["job"], d["attempt"]): d for d in m.get("tasks") or ()}
-        for (jid, att), d in alive.items():
-            jr = self.jobs.get(jid)
-            if jr and jr.state == "running" and jr.attempt == att and n in jr.nodes:
-                jr.started.add(d["rank"])
-                jr.pids[d["rank"]] = d["pid"]
-            else:
-                self.outbox.append((ident, P.encode_unchecked("kill", job=jid, attempt=att)))
-        for jid in sorted(nr.jobs):
-            jr = self.jobs[jid]
-            if jr.state != "running":
-                continue
-            rank = jr.nodes.index(n)
-            if (jid, jr.attempt) not in alive and rank not in jr.done:
-                self._send_run(jr, rank, n)
-
-    def on_task_done(self, nr, m):
-        self._task_done(nr, m["job"], m["attempt"], m["rank"], m["status"], m["usage"], m.get("error"))
-
-    def on_task_started(self, nr, m):
-        jr = self.jobs.get(m["job"])
-        if jr is None or jr.state != "running" or jr.attempt != m["attempt"]:
-            return
-        if m["rank"] >= len(jr.nodes) or jr.nodes[m["rank"]] != nr.id:
-            return  # a node reports only on the tasks placed on it
-        jr.started.add(m["rank"])
-        jr.pids[m["rank"]] = m["pid"]
-        if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
-            jr.all_started_wall = time.monotonic()
-            self._emit_job(jr, self.now(), state="started")
-            self.starting.discard(jr.id)
-            if not self.starting:
-                self.quiet_until = 0.0
-
-    def on_bye(self, nr, m):
-        self._node_down(nr, "left")
-
-    # ------------------------------------------------------------------ client messages
-
-    def on_submit(self, ident, m):
-        try:
-            self.policy.normalize(Request.from_dict(m["request"]))  # refuse what can never fit before any change
-        except (RequestError, TopologyError, JobError) as e:
-            return self._error(ident, "bad-request", str(e), m["id"])
-        p = self.principal_of(ident)
-        try:
-            user = auth.run_as(p, m.get("command"))
-        except ValueError as e:
-            return self._error(ident, "forbidden", str(e), m["id"])
-        jid = self.next_id
-        data = {"request": m["request"], "runtime": m["runtime"], "name": m.get("name") or f"job{jid}",
-                "command": m.get("command"), "burn": bool(m.get("burn", False)), "owner": p.name}
-        if user:
-            data["user"] = user
-        try:
-            t = self._input("submit", job=jid, data=data)
-        except (RequestError, TopologyError, JobError, ValueError) as e:
-            # the policy refused it at arrive: nothing was registered, the journal event dropped
-            return self._error(ident, "bad-request", f"refused by {self.slots.kind} {self.policy.name}: {e}", m["id"])
-        self.next_id = jid + 1
-        jr = self.jobs[jid]
-        if jr.state == "queued":
-            self.journal.job(jr.row())
-            self._emit_job(jr, t)
-        self._reply(ident, m["id"], {"job": jid, "state": jr.state})
-
-    def on_cancel(self, ident, m):
-        jr = self.jobs.get(m["job"])
-        if jr is None or jr.state not in ACTIVE:
-            state = jr.state if jr else "unknown"
-            return self._error(ident, "not-active", f"job {m['job']} is {state}: nothing to cancel", m["id"])
-        p = self.principal_of(ident)
-        if not p.admin and jr.owner != p.name:
-            return self._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may cancel "
-                                                   f"only its own jobs", m["id"])
-        t = self.now()
-        if jr.state == "running":
-            self._kill_tasks(jr)
-            self._finish(jr, "cancelled", t, reason=f"cancelled by {p.name}", kind="cancel")
-        else:
-            jr.state, jr.end, jr.reason = "cancelled", t, f"cancelled by {p.name}"
-            self.journal.job(jr.row())
-            self._emit_job(jr, t)
-            self._input("cancel", job=jr.id, t=t)
-        self._reply(ident, m["id"], {"job": jr.id, "state": "cancelled"})
-
-    def on_queue(self, ident, m):
-        self._reply(ident, m["id"], views.queue(self, m.get("jobs"), m.get("all"), self.principal_of(ident)))
-
-    def on_nodes(self, ident, m):
-        self._reply(ident, m["id"], {"nodes": self.nodes_view()})
-
-    def on_status(self, ident, m):
-        self._reply(ident, m["id"], self.status())
-
-    def on_comm(self, ident, m):
-        """A job's message statistics from the interconnect (a LOCAL peer: emulator.live.auth),
-        kept in its record and the journal's ``comm`` column, for any state (the last report
-        of a job may come after its end)."""
-        jr = self.jobs.get(m["job"])
-        if jr is None or jr.attempt != m["attempt"] or not isinstance(m["stats"], dict):
-            return self._error(ident, "bad-job", f"no attempt {m['attempt']} of job {m['job']}", m["id"])
-        jr.comm = views._jsonable(m["stats"])
-        self.journal.job(jr.row())
-        self._reply(ident, m["id"], {"job": jr.id})
-
-    def on_ping(self, ident, m):
-        self._reply(ident, m["id"], {"pong": True})
-
-    def on_shutdown(self, ident, m):
-        self._reply(ident, m.get("id") or 0, {"stopping": True})
-        self.running = False
+    # ------------------------------------------------------------------ who sent it, the views
 
     def principal_of(self, ident) -> auth.Principal:
         return self.peers.get(ident, auth.LOCAL) if self.peers else auth.LOCAL
