@@ -11,7 +11,7 @@ Rules (``forbidden`` returns the reason or None):
 
 * node messages (register, heartbeat, task reports) need role ``node`` or LOCAL; a client key
   cannot pose as a node. A node reports only on tasks the daemon placed on it
-  (emulator.live.manager checks the rank's node), and a node id held by a live connection of
+  (emulator.live.node_handlers checks the rank's node), and a node id held by a live connection of
   another principal cannot be taken over.
 * client requests need ``client``, ``admin`` or LOCAL; a node key cannot submit.
 * ``comm`` (a job's message statistics, from emulator.live.interconnect) needs LOCAL.

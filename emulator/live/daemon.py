@@ -10,17 +10,19 @@ produced (a state change is on disk before anyone hears of it).
 
 Where the rest is (emulator/live/):
 
-=============  ==================================================================================
-daemon.py      this: the sockets, the loop, message dispatch, ``main``
-manager.py     ProcessorManager: policy inputs and decisions, the job lifecycle, the handlers
-config.py      the settings: defaults, the journal's configuration, ``--param``
-jobs.py        JobRec: one job's record
-nodes.py       NodeRegistry: node processes, liveness, heartbeat waves
-gang.py        GangSlots (time sharing) or NoSlots (a discipline): the only gang-aware code
-recovery.py    the journal replay after a crash
-views.py       status, snapshot, queue and node rows
-journal.py     the SQLite journal; protocol.py the messages; client.py the client side
-=============  ==================================================================================
+==================  ==================================================================================
+daemon.py           this: the sockets, the loop, message dispatch, ``main``
+manager.py          ProcessorManager, the core: policy inputs and decisions, the job lifecycle
+node_handlers.py    what the nodes send (register, task reports, bye); node faults
+client_handlers.py  the clients' requests (submit, cancel, queue, nodes, status, comm, ...)
+config.py           the settings: defaults, the journal's configuration, ``--param``
+jobs.py             JobRec: one job's record
+nodes.py            NodeRegistry: node processes, liveness, heartbeat waves
+gang.py             GangSlots (time sharing) or NoSlots (a discipline): the only gang-aware code
+recovery.py         the journal replay after a crash
+views.py            status, snapshot, queue and node rows
+journal.py          the SQLite journal; protocol.py the messages; client.py the client side
+==================  ==================================================================================
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ the down set, which nodes every running job holds, and the current gang slot. Th
 Nodes that were in service get ``grace`` seconds to register again and report their tasks:
 alive ones are re-adopted, finished ones are counted once, and a task a node does not report
 is re-sent to the same node incarnation (the agent ignores a task it already ran) and is lost
-on a new incarnation (emulator.live.manager ``on_register``).
+on a new incarnation (emulator.live.node_handlers ``on_register``).
 
 A journal closed by a clean stop (``mcemu down``) is history: ``open_journal`` moves it aside
 and the new daemon starts a new cluster, with new settings if asked.
