@@ -1,0 +1,284 @@
+"""The live kernel: the one loop every live process runs on (daemon, interconnect, node agent,
+monitor) and the one wait-until-deadline the task library blocks in.
+
+SimPy's ``rt`` idea (simpy/rt.py: real time is the virtual-time core with another clock) and
+the ZeroMQ guide's broker loop (poll, dispatch, timers, no infinite timeouts): readers (ZeroMQ
+sockets or file descriptors) with their callbacks, timers on a heap with a counter that breaks
+ties in insertion order, dynamic deadlines (a policy's ``next_wakeup``, a network model's
+horizon) consulted before each wait, callbacks at the end of every turn (a daemon's flush after
+its journal commit) and signals delivered in the loop through a wake-up pipe, never in signal
+context.
+
+The clock is injected. :class:`WallClock` is ``time.monotonic``; :class:`FakeClock` is moved by
+the kernel itself: a wait on a fake clock polls once without blocking and, when nothing is
+ready, sets the clock to the deadline, so a test of a daemon's timers runs minutes of its time
+in milliseconds, with real sockets (or none) and without a sleep.
+
+One turn (:meth:`Kernel.run_once`): wait until a reader is ready or the earliest timer or
+deadline is due, call the ready readers' callbacks, the due timers' callbacks (in time order,
+ties in the order they were set), then the ``after_turn`` callbacks.
+
+The wait (:meth:`Kernel.wait`): ZeroMQ's poll takes whole milliseconds. ``precise=False`` (the
+daemon, the agents, the monitor: hundreds of processes on two cores, where a wake-up costs more
+than a millisecond of lateness) rounds the timeout up, one wake-up per wait and at most 1 ms late;
+a wait under 1 ms never spins at poll(0). ``precise=True`` (the interconnect, whose releases are
+due to the tens of microseconds) polls the whole milliseconds below the deadline, sleeps the rest
+less ``SPIN`` and polls once more, so it wakes within the kernel's timer slack.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import os
+import signal
+import time
+from itertools import count
+
+import zmq
+
+SPIN = 60e-6  # a precise wait shorter than this polls again at once instead of sleeping
+_POLLIN = int(zmq.POLLIN)
+_poll = zmq.zmq_poll
+
+
+class WallClock:
+    """Seconds of the system's monotonic clock."""
+
+    fake = False
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+
+class FakeClock:
+    """A clock that only moves when told to (or when a kernel waits on it)."""
+
+    fake = True
+
+    def __init__(self, t: float = 0.0):
+        self.t = float(t)
+
+    def now(self) -> float:
+        return self.t
+
+    def advance(self, dt: float) -> None:
+        if dt < 0:
+            raise ValueError(f"a clock does not go back (advance by {dt})")
+        self.t += dt
+
+    def set(self, t: float) -> None:
+        self.t = max(self.t, float(t))
+
+
+class Timer:
+    """A pending callback; ``cancel()`` withdraws it (a periodic one for good)."""
+
+    __slots__ = ("at", "cb", "interval", "cancelled")
+
+    def __init__(self, at: float, cb, interval: float | None = None):
+        self.at, self.cb, self.interval, self.cancelled = at, cb, interval, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Kernel:
+    def __init__(self, clock=None, precise: bool = False):
+        self.clock = clock if clock is not None else WallClock()
+        self.now = self.clock.now
+        self.precise = precise
+        self._items: list = []  # zmq_poll's items: (socket or fd, POLLIN)
+        self._readers: dict = {}  # socket or fd -> callback
+        self._timers: list = []  # heap of (at, seq, Timer)
+        self._seq = count()
+        self._deadlines: list = []
+        self._after: list = []
+        self._signals: dict[int, object] = {}
+        self._wake_r = None
+        self.running = False
+
+    # ------------------------------------------------------------------ what it serves
+
+    def add_reader(self, obj, cb) -> None:
+        """Call ``cb()`` in every turn in which ``obj`` (a ZeroMQ socket or a file descriptor)
+        is readable; the callback reads what it wants (level-triggered)."""
+        if obj not in self._readers:
+            self._items.append((obj, _POLLIN))
+        self._readers[obj] = cb
+
+    def remove_reader(self, obj) -> None:
+        if self._readers.pop(obj, None) is not None:
+            self._items = [it for it in self._items if it[0] is not obj and it[0] != obj]
+
+    def call_at(self, t: float, cb) -> Timer:
+        h = Timer(float(t), cb)
+        heapq.heappush(self._timers, (h.at, next(self._seq), h))
+        return h
+
+    def call_later(self, dt: float, cb) -> Timer:
+        return self.call_at(self.now() + dt, cb)
+
+    def every(self, interval: float, cb, first: float | None = None) -> Timer:
+        """Call ``cb()`` every ``interval`` seconds from ``first`` (default: one interval from
+        now). A late call does not bunch up the next ones: the next is one interval after the
+        one that was due, or one interval after now when that has passed too."""
+        if not interval > 0:
+            raise ValueError(f"a periodic timer needs an interval above 0, not {interval}")
+        h = Timer(self.now() + interval if first is None else float(first), cb, float(interval))
+        heapq.heappush(self._timers, (h.at, next(self._seq), h))
+        return h
+
+    def add_deadline(self, fn) -> None:
+        """``fn() -> float | None``: a wake-up time that moves by itself, asked before every wait."""
+        self._deadlines.append(fn)
+
+    def after_turn(self, cb) -> None:
+        self._after.append(cb)
+
+    def on_signal(self, signum: int, cb) -> None:
+        """Run ``cb()`` in the loop after signal ``signum`` (its number comes through the
+        wake-up pipe: the handler itself does nothing, so no code runs in signal context)."""
+        if self._wake_r is None:
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            os.set_blocking(w, False)
+            signal.set_wakeup_fd(w)
+            self._wake_r, self._wake_w = r, w
+            self.add_reader(r, self._dispatch_signals)
+        self._signals[int(signum)] = cb
+        signal.signal(signum, _noop)
+
+    def _dispatch_signals(self) -> None:
+        got = b""
+        try:
+            while True:
+                chunk = os.read(self._wake_r, 512)
+                if not chunk:
+                    break
+                got += chunk
+        except BlockingIOError:
+            pass
+        for signum in dict.fromkeys(got):  # each signal once per turn, in arrival order
+            cb = self._signals.get(signum)
+            if cb is not None:
+                cb()
+
+    # ------------------------------------------------------------------ the loop
+
+    def next_due(self) -> float | None:
+        """The earliest timer or deadline, or None."""
+        timers = self._timers
+        while timers and timers[0][2].cancelled:
+            heapq.heappop(timers)
+        t = timers[0][0] if timers else None
+        for fn in self._deadlines:
+            d = fn()
+            if d is not None and (t is None or d < t):
+                t = d
+        return t
+
+    def run_once(self, timeout: float | None = None) -> None:
+        """One turn: wait, readers, due timers, ``after_turn``."""
+        deadline = self.next_due()
+        if timeout is not None:
+            limit = self.now() + timeout
+            deadline = limit if deadline is None else min(deadline, limit)
+        readers = self._readers
+        for obj in self._wait(self._items, deadline):
+            cb = readers.get(obj)
+            if cb is not None:
+                cb()
+        self._fire(self.now())
+        for cb in self._after:
+            cb()
+
+    def _fire(self, now: float) -> None:
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, h = heapq.heappop(timers)
+            if h.cancelled:
+                continue
+            if h.interval is not None:
+                h.at = h.at + h.interval if h.at + h.interval > now else now + h.interval
+                heapq.heappush(timers, (h.at, next(self._seq), h))
+            h.cb()
+
+    def run(self, until: float | None = None) -> None:
+        """Turns until :meth:`stop` (or the clock reaches ``until``)."""
+        self.running = True
+        try:
+            while self.running:
+                if until is not None:
+                    now = self.now()
+                    if now >= until:
+                        break
+                    self.run_once(until - now)
+                else:
+                    self.run_once()
+        finally:
+            self.running = False
+
+    def stop(self) -> None:
+        self.running = False
+
+    def close(self) -> None:
+        """Give the signals back to their defaults and close the wake-up pipe."""
+        for signum in self._signals:
+            signal.signal(signum, signal.SIG_DFL)
+        self._signals.clear()
+        if self._wake_r is not None:
+            signal.set_wakeup_fd(-1)
+            self.remove_reader(self._wake_r)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_r = None
+
+    # ------------------------------------------------------------------ the one wait
+
+    def wait(self, deadline: float | None, *objs) -> list:
+        """Block until one of ``objs`` (sockets or fds) is readable or the clock reaches
+        ``deadline`` (None: no deadline); returns the readable ones (empty at the deadline)."""
+        return self._wait([(o, _POLLIN) for o in objs], deadline)
+
+    def _wait(self, items: list, deadline: float | None) -> list:
+        clock = self.clock
+        if clock.fake:
+            ready = _poll(items, 0) if items else []
+            if not ready and deadline is not None:
+                clock.set(deadline)
+            return [o for o, _ in ready]
+        now = clock.now()
+        while True:
+            if deadline is None:
+                ready = _poll(items, -1) if items else []
+                return [o for o, _ in ready]
+            left = deadline - now
+            if left <= 0:
+                ready = _poll(items, 0) if items else []
+            elif not self.precise:
+                # rounded up: pyzmq truncates to whole ms, and a wait under 1 ms would spin
+                ready = _poll(items, math.ceil(left * 1000.0)) if items else _sleep(left)
+            elif left >= 0.001:
+                ready = _poll(items, int(left * 1000.0)) if items else _sleep(left)
+            else:
+                if left > SPIN:
+                    time.sleep(left - SPIN)  # the kernel's timer slack (50 us) is the spin's
+                ready = _poll(items, 0) if items else []
+            if ready or left <= 0:
+                return [o for o, _ in ready]
+            now = clock.now()
+            if now >= deadline:
+                return []
+
+
+def _sleep(seconds: float) -> list:
+    time.sleep(seconds)
+    return []
+
+
+def _noop(*_):
+    pass
+
+
+__all__ = ["SPIN", "FakeClock", "Kernel", "Timer", "WallClock"]
