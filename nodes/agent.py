@@ -57,6 +57,7 @@ from collections import deque
 import zmq
 
 from emulator.live import auth
+from emulator.live import config as configmod
 from emulator.live import keys as keysmod
 from emulator.live import protocol as P
 from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as before the split
@@ -348,16 +349,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="mcemu-node", description="one mcemu node agent")
     ap.add_argument("--connect", required=True, help="daemon endpoint, e.g. tcp://HOST:PORT or ipc://PATH")
     ap.add_argument("--id", type=int, required=True, help="node id in the topology")
-    ap.add_argument("--heartbeat", type=float, default=0.2)
-    ap.add_argument("--liveness", type=int, default=3)
+    configmod.add_arguments(ap, configmod.NODE)  # heartbeat, liveness, ...: emulator.live.config
     ap.add_argument("--output-dir")
-    ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
-    ap.add_argument("--sched", choices=("batch", "normal"), default="batch",
-                    help="the agent's scheduling policy (default batch: see set_batch)")
     ap.add_argument("--key", help="node credential for a tcp daemon (default: MCEMU_KEY)")
     a = ap.parse_args(argv)
-    return run_node(a.id, a.connect, heartbeat=a.heartbeat, liveness=a.liveness, output_dir=a.output_dir,
-                    rt_priority=a.rt_priority, sched=a.sched, key=a.key)
+    return run_node(a.id, a.connect, output_dir=a.output_dir, key=a.key, **configmod.node_keywords(a))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from collections import deque
 import msgpack  # noqa: F401  (imported before forking on purpose)
 import zmq  # noqa: F401
 
+from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol  # noqa: F401
 from nodes import agent
@@ -48,18 +49,18 @@ RESTART_FIRST = 0.5    # seconds before a dead node's first restart
 RESTART_MAX = 8.0      # the backoff doubles up to this
 RESTART_STABLE = 60.0  # a node up this long starts again from RESTART_FIRST
 RESTART_WINDOW = 60.0  # at most max_restarts restarts of one node within this many seconds
-MAX_RESTARTS = 5
+MAX_RESTARTS = configmod.default("max_restarts")  # restarts of one node within RESTART_WINDOW
 
 
 def log(msg: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} launcher: {msg}", file=sys.stderr, flush=True)
 
 
-def fork_node(n: int, endpoint: str, *, heartbeat=0.2, liveness=3, output_dir=None, rt_priority=None,
-              sched="batch", close_fds=(), record=None) -> int:
-    """Fork the agent of node ``n``; returns its pid, given to ``record(pid)`` first, while a
-    SIGTERM would still wait (so that its handler knows the child). Only call from a process
-    with no ZeroMQ context."""
+def fork_node(n: int, endpoint: str, *, close_fds=(), record=None, **node_kw) -> int:
+    """Fork the agent of node ``n`` (``node_kw``: the keywords of ``nodes.agent.run_node``, the
+    node settings of emulator.live.config); returns its pid, given to ``record(pid)`` first,
+    while a SIGTERM would still wait (so that its handler knows the child). Only call from a
+    process with no ZeroMQ context."""
     me = os.getpid()
     # SIGTERM/SIGINT blocked across the fork: one that reached the child before it reset the
     # launcher's handlers would run the launcher's handler there and be lost (a node that
@@ -80,8 +81,7 @@ def fork_node(n: int, endpoint: str, *, heartbeat=0.2, liveness=3, output_dir=No
             if os.getppid() != me:
                 os._exit(0)
             gc.enable()
-            code = agent.run_node(n, endpoint, heartbeat=heartbeat, liveness=liveness, parent_pid=me,
-                                  output_dir=output_dir, rt_priority=rt_priority, sched=sched)
+            code = agent.run_node(n, endpoint, parent_pid=me, **node_kw)
         except BaseException:
             traceback.print_exc()
         finally:
@@ -94,10 +94,9 @@ def fork_node(n: int, endpoint: str, *, heartbeat=0.2, liveness=3, output_dir=No
     return pid
 
 
-def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfile=None,
-           rt_priority=None, sched="batch", close_fds=(), children=None, stopping=None) -> dict[int, int]:
-    """Fork one agent per id into ``children`` {pid: node id} (returned), until ``stopping()``.
-    Only call from a process with no ZeroMQ context."""
+def launch(endpoint: str, ids, close_fds=(), children=None, stopping=None, **node_kw) -> dict[int, int]:
+    """Fork one agent per id into ``children`` {pid: node id} (returned), until ``stopping()``;
+    ``node_kw`` as for ``fork_node``. Only call from a process with no ZeroMQ context."""
     homemod.raise_nofile(256)
     gc.collect()
     gc.freeze()
@@ -105,9 +104,8 @@ def launch(endpoint: str, ids, heartbeat=0.2, liveness=3, output_dir=None, pidfi
     for n in ids:
         if stopping is not None and stopping():
             break
-        fork_node(n, endpoint, heartbeat=heartbeat, liveness=liveness, output_dir=output_dir,
-                  rt_priority=rt_priority, sched=sched, close_fds=close_fds,
-                  record=lambda pid, n=n: children.__setitem__(pid, n))
+        fork_node(n, endpoint, close_fds=close_fds, record=lambda pid, n=n: children.__setitem__(pid, n),
+                  **node_kw)
     return children
 
 
@@ -248,47 +246,42 @@ class Supervisor:
         return 0
 
 
-def main(argv=None) -> int:
+def _arguments(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="mcemu-launcher")
     ap.add_argument("--connect", required=True)
     ap.add_argument("--nodes", required=True, help="node ids: N (0..N-1) or A-B (inclusive)")
-    ap.add_argument("--heartbeat", type=float, default=0.2)
-    ap.add_argument("--liveness", type=int, default=3)
     ap.add_argument("--home")
     ap.add_argument("--output-dir")
-    ap.add_argument("--rt-priority", type=int, help="each node runs at SCHED_RR priority P where permitted")
-    ap.add_argument("--sched", choices=("batch", "normal"), default="batch",
-                    help="the node agents' scheduling policy (default batch: see nodes.agent.set_batch)")
-    ap.add_argument("--no-restart", action="store_true", help="leave a node that dies dead")
-    ap.add_argument("--max-restarts", type=int, default=MAX_RESTARTS,
-                    help=f"restarts of one node within {RESTART_WINDOW:g} s before it is left dead "
-                         f"(default {MAX_RESTARTS})")
+    # the node settings it forwards to its agents, and its own (restarts): emulator.live.config
+    configmod.add_arguments(ap, configmod.LAUNCHER)
     a = ap.parse_args(argv)
-    if "-" in a.nodes:
-        lo, hi = map(int, a.nodes.split("-"))
-        ids = range(lo, hi + 1)
-    else:
-        ids = range(int(a.nodes))
+    lo, _, hi = a.nodes.partition("-")
+    a.ids = range(int(lo), int(hi) + 1) if hi else range(int(lo))
+    return a
+
+
+def main(argv=None) -> int:
+    a = _arguments(argv)
     home = None
     if a.home:
         os.environ["MCEMU_HOME"] = a.home
         home = homemod.home_dir()
         homemod.write_pidfile(home / "launcher.pid")
     t = time.monotonic()
-    if a.rt_priority:
-        why = agent.set_rt_priority(a.rt_priority)  # probe once; each node sets its own
+    node_kw = {**configmod.node_keywords(a), "output_dir": a.output_dir}
+    if node_kw["rt_priority"]:
+        why = agent.set_rt_priority(node_kw["rt_priority"])  # probe once; each node sets its own
         if why:
             log(f"--rt-priority: {why}; nodes run at normal priority")
-            a.rt_priority = None
+            node_kw["rt_priority"] = None
         else:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     restarts = Restarts(limit=0 if a.no_restart else max(0, a.max_restarts))
-    sup = Supervisor(a.connect, restarts, home=home, heartbeat=a.heartbeat, liveness=a.liveness,
-                     output_dir=a.output_dir, rt_priority=a.rt_priority, sched=a.sched)
+    sup = Supervisor(a.connect, restarts, home=home, **node_kw)
     # a SIGTERM while forking: forwarded to the children forked so far, and no more are forked
     signal.signal(signal.SIGTERM, sup._on_signal)
     signal.signal(signal.SIGINT, sup._on_signal)
-    sup.start(ids)
+    sup.start(a.ids)
     policy = ("restarts off (--no-restart)" if restarts.limit <= 0 else
               f"restarts after {RESTART_FIRST:g} s doubling to {RESTART_MAX:g} s, at most {restarts.limit} "
               f"per node within {RESTART_WINDOW:g} s")

@@ -101,8 +101,9 @@ def with_cluster(n_nodes: int, fn, **kw):
     os.environ["MCEMU_HOME"] = str(home)
     dim = int(math.log2(n_nodes))
     try:
-        st = start_cluster(home, f"hypercube:{dim}", kw.get("allocator", "buddy"), kw.get("scheduler", "fcfs"),
-                           time_unit=kw.get("time_unit", 0.01), heartbeat=kw.get("heartbeat"), timeout=120)
+        st = start_cluster(home, topology=f"hypercube:{dim}", allocator=kw.get("allocator", "buddy"),
+                           scheduler=kw.get("scheduler", "fcfs"), time_unit=kw.get("time_unit", 0.01),
+                           heartbeat=kw.get("heartbeat"), timeout=120)
         return fn(home, st)
     finally:
         stop_cluster(home)

@@ -59,7 +59,7 @@ def _links(home: Path) -> dict:
 def _cluster(dilation: float, allocator: str):
     home = Path(tempfile.mkdtemp(prefix="mcbench-"))
     start_cluster(home, topology="mesh:8x8", allocator=allocator, scheduler="fcfs", network="wormhole",
-                  net_dilation=dilation, restart=False)
+                  net_dilation=dilation, no_restart=True)
     return home, Client(home=home, timeout=10.0)
 
 

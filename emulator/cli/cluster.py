@@ -33,6 +33,7 @@ from emulator.cli import UsageError, print_json
 from emulator.cli._client import client_options, connect, ranges, table, use_key
 from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluster
 from emulator.jsonable import jsonable
+from emulator.live import config as configmod
 from emulator.live import home as homemod
 
 # lazy imports, measured: the client (zmq, msgpack) 50 ms, the policy stack 80 ms, rich 30 ms,
@@ -46,21 +47,15 @@ __all__ = ["add_commands", "cmd_up", "cmd_down", "cmd_nodes", "cmd_node",
 
 def cmd_up(args) -> int:
     home = homemod.home_dir()
-    listen = homemod.endpoint(args.listen, "--listen", listen=True) if args.listen else None
-    if args.max_restarts is not None and not 0 <= args.max_restarts <= 1000:
-        raise UsageError(f"--max-restarts must be within 0-1000, got {args.max_restarts}")
+    settings = configmod.values(args, "up")
+    listen = settings["listen"] = homemod.endpoint(args.listen, "--listen", listen=True) if args.listen else None
     if listen and not listen.startswith("tcp://"):
         raise UsageError(f"--listen takes a tcp address (the ipc sockets are always there), got {args.listen!r}")
     if args.insecure and not listen:
         raise UsageError("--insecure only applies to --listen")
     if listen:
         _check_listen(home, listen, args.insecure)
-    st = start_cluster(home, args.topology, args.allocator, args.scheduler, args.reduction, args.time_unit,
-                       args.heartbeat, args.liveness, args.max_requeue, listen, args.local_nodes,
-                       timeout=args.timeout_up, gang=args.gang, mpl=args.mpl, params=args.param,
-                       rt_priority=args.rt_priority, node_sched=args.node_sched, restart=not args.no_restart,
-                       max_restarts=args.max_restarts, insecure=args.insecure, network=args.network,
-                       net_dilation=args.net_dilation)
+    st = start_cluster(home, settings, timeout=args.timeout_up)
     rec = st.get("recovered")
     if args.json:
         doc = {"home": str(home), "pid": st["pid"], "config": jsonable(st["config"]), "nodes": st["nodes"],
@@ -166,48 +161,16 @@ def cmd_node(args) -> int:
     from nodes import agent
 
     use_key(args)
-    return agent.run_node(args.id, homemod.endpoint(args.connect), heartbeat=args.heartbeat, liveness=args.liveness,
-                          output_dir=args.output_dir, sched=args.sched)
+    return agent.run_node(args.id, homemod.endpoint(args.connect), output_dir=args.output_dir,
+                          **configmod.node_keywords(args))
 
 
 def _add_up(sub) -> None:
     p = sub.add_parser("up", help="start the daemon and one process per node")
-    p.add_argument("--topology", help="hypercube:N or mesh:WxH (default hypercube:4)")
-    p.add_argument("--allocator", help="allocator name (default buddy)")
-    p.add_argument("--scheduler", help="discipline name (default lazy)")
-    p.add_argument("--reduction", help="size reduction, e.g. rsr:T or limit:K")
-    p.add_argument("--time-unit", type=float, help="wall-clock seconds per model time unit (default 1)")
-    p.add_argument("--heartbeat", type=float, help="heartbeat interval in seconds (default 0.2)")
-    p.add_argument("--liveness", type=int, help="missed heartbeats before a node is down (default 3)")
-    p.add_argument("--max-requeue", type=int, help="node faults a job survives by requeueing (default 1)")
-    p.add_argument("--listen", help="also accept nodes and clients on tcp://ADDR:PORT (or :PORT for loopback), "
-                                    "CURVE-authenticated with the keys of `mcemu keys init`")
-    p.add_argument("--insecure", action="store_true",
-                   help="--listen without authentication: anyone who reaches the port is the cluster's admin")
-    p.add_argument("--local-nodes", type=int, help="launch only nodes 0..N-1 here; the rest join with `mcemu node`")
-    p.add_argument("--gang", help="time-share with this gang policy (round-robin, two-queue, multilevel, fb) "
-                                  "instead of a discipline")
-    p.add_argument("--mpl", type=int, help="rows of the gang's Ousterhout matrix (default 4)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="discipline or gang policy parameter, e.g. threshold=20, literal=on, slot=0.5 or "
-                        "levels=[[1,1],[3,8]] (repeatable; read as `mcemu simulate` reads it)")
-    p.add_argument("--rt-priority", type=int, nargs="?", const=10, metavar="P",
-                   help="run the daemon and the nodes at SCHED_RR priority P (default 10) where permitted")
-    p.add_argument("--node-sched", choices=("batch", "normal"),
-                   help="the node agents' scheduling policy (default batch: a woken node does not preempt "
-                        "the daemon or another node; faster job starts on few cores)")
-    p.add_argument("--no-restart", action="store_true",
-                   help="leave a node process that dies dead (by default the launcher restarts it: after 0.5 s "
-                        "doubling to 8 s, at most --max-restarts times per node per minute)")
-    p.add_argument("--max-restarts", type=int, metavar="N",
-                   help="restarts of one node within 60 s before it is left dead (default 5; 0 = --no-restart)")
+    configmod.add_arguments(p, "up")  # the cluster's settings (emulator.live.config.SETTINGS)
     p.add_argument("--detach", action="store_true",
                    help="return once the cluster is ready (on an unclosed journal: once the daemon serves)")
     p.add_argument("--timeout-up", type=float, help="seconds to wait for the cluster to be ready")
-    p.add_argument("--network", choices=("wormhole", "none"),
-                   help="wormhole: tasks exchange messages through an interconnect timed by the network model")
-    p.add_argument("--net-dilation", type=float, metavar="D",
-                   help="one network microsecond lasts D wall microseconds (default 1000)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_up)
 
@@ -234,11 +197,8 @@ def add_commands(sub) -> None:
                    help="the daemon's tcp://HOST:PORT (see `mcemu up --listen`), or on the same host "
                         "ipc://$MCEMU_HOME/daemon.sock (e.g. to bring back a node left down)")
     p.add_argument("--id", type=int, required=True)
-    p.add_argument("--heartbeat", type=float, default=0.2)
-    p.add_argument("--liveness", type=int, default=3)
+    configmod.add_arguments(p, "node")  # heartbeat, liveness, ...: the settings a node agent takes
     p.add_argument("--output-dir")
-    p.add_argument("--sched", choices=("batch", "normal"), default="batch",
-                   help="the agent's scheduling policy (default batch)")
     p.add_argument("--key", help="node credential for a tcp daemon (`mcemu keys issue NAME --role node`; "
                                  "default: MCEMU_KEY)")
     p.set_defaults(func=cmd_node)

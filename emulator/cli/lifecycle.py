@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from emulator.cli import UsageError
+from emulator.live import config as configmod
 from emulator.live import home as homemod
 
 FINISHED = ("completed", "failed", "cancelled")  # a job's final states; anything else (queued, held, running) is not
@@ -69,7 +70,7 @@ def _node_env(home: Path, cfg: dict) -> dict:
     env = dict(os.environ)
     env.pop("MCEMU_NET", None)
     if cfg.get("network"):
-        from emulator.live.interconnect import net_endpoint
+        from emulator.live.interconnect import net_endpoint  # lazy: 170 ms (the network model), see start_cluster
 
         root = str(Path(__file__).resolve().parents[2])
         env["MCEMU_NET"] = net_endpoint(home)
@@ -90,14 +91,13 @@ def _wait_for(cond, deadline: float, what: str, proc: subprocess.Popen | None = 
         time.sleep(0.05)
 
 
-def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, reduction=None, time_unit=None,
-                  heartbeat=None, liveness=None, max_requeue=None, listen=None, local_nodes=None,
-                  grace=None, timeout=None, output_dir=None, gang=None, mpl=None, params=None,
-                  rt_priority=None, node_sched=None, restart=True, max_restarts=None, insecure=False,
-                  network=None, net_dilation=None) -> dict:
-    """Start (or complete) the cluster in ``home``; returns once it is ready. A configuration
-    the daemon would refuse (an unknown name, a bad ``--param``, settings that clash with the
-    journal's) is refused here, in one line, before any process starts.
+def start_cluster(home: Path, asked: dict | None = None, *, timeout: float | None = None, output_dir=None,
+                  **settings) -> dict:
+    """Start (or complete) the cluster in ``home``; returns once it is ready. The cluster's
+    settings (emulator.live.config.SETTINGS, by name: ``topology``, ``heartbeat``, ...) come in
+    ``asked`` (e.g. ``config.values(args, "up")``) and as keywords; None is not asked. A
+    configuration the daemon would refuse (an unknown name, a bad ``--param``, settings that
+    clash with the journal's) is refused here, in one line, before any process starts.
 
     A new cluster is ready when every local node has registered. On a journal that was not
     closed (a daemon that died) it is recovery: ready once the daemon serves and the node
@@ -106,40 +106,43 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     When anything fails after a process was spawned (the daemon does not start, the nodes do
     not register before the deadline, Ctrl-C), every process this call started is stopped by
     pid, with its descendants, before the error goes up: nothing is left running."""
+    # lazy, measured on top of `mcemu --help`'s imports (every mcemu command imports this
+    # module): the client (zmq, msgpack) 43 ms, the journal's reader 11 ms
+    from emulator.live.client import Client
     from emulator.live.recovery import pending_meta
 
+    settings = {**(asked or {}), **settings}
+    configmod.known(settings)
     procs = cluster_processes(home)
     if procs["daemon"] is not None:
         raise UsageError(f"a cluster is already running in {home} (daemon pid {procs['daemon'].pid}); `mcemu down` first")
     recovering = bool(pending_meta(home))
-    if recovering and listen is None:
+    if recovering and settings.get("listen") is None:
         # the tcp address is not in the journal's configuration: the dead daemon's own record
         # of what it listened on, so that remote nodes and clients find it again
         prev = homemod.read_json(home / "endpoints.json") or {}
-        listen, insecure = prev.get("control_tcp"), bool(prev.get("insecure"))
-    cfg, topo = _check_config(home, topology=topology, allocator=allocator, scheduler=scheduler, reduction=reduction,
-                              gang=gang, params=params, mpl=mpl, time_unit=time_unit, heartbeat=heartbeat,
-                              liveness=liveness, max_requeue=max_requeue, network=network,
-                              net_dilation=net_dilation)
-    if local_nodes is not None and not 0 <= int(local_nodes) <= topo.size:
-        raise UsageError(f"--local-nodes must be within 0-{topo.size} ({topo}), got {local_nodes}")
-    py = sys.executable
-    argv = [py, "-m", "emulator.live.daemon", "--home", str(home)]
-    for flag, v in (("--topology", topology), ("--allocator", allocator), ("--scheduler", scheduler),
-                    ("--reduction", reduction), ("--time-unit", time_unit), ("--heartbeat", heartbeat),
-                    ("--liveness", liveness), ("--max-requeue", max_requeue), ("--listen", listen),
-                    ("--grace", grace), ("--gang", gang), ("--mpl", mpl), ("--rt-priority", rt_priority),
-                    ("--network", network), ("--net-dilation", net_dilation)):
-        if v is not None:
-            argv += [flag, str(v)]
-    argv += [a for kv in params or () for a in ("--param", kv)]
-    if insecure:
-        argv.append("--insecure")
+        settings.update(listen=prev.get("control_tcp"), insecure=bool(prev.get("insecure")))
+    cfg, topo = _check_config(home, settings)
+    local = settings.get("local_nodes")
+    if local is not None and not 0 <= int(local) <= topo.size:
+        raise UsageError(f"--local-nodes must be within 0-{topo.size} ({topo}), got {local}")
     t_start = time.monotonic()
     started: list[subprocess.Popen] = []
     try:
-        st = _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeout, output_dir,
-                    rt_priority, node_sched, restart, max_restarts)
+        deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
+        n_local = topo.size if local is None else int(local)
+        dproc = _start_daemon(home, settings, cfg, procs, started, deadline)
+        lproc = None
+        if procs["launcher"] is None and n_local:
+            # the launcher's node settings: the resolved ones (a journal's heartbeat) over those asked
+            lproc = _start_launcher(home, {**settings, **cfg}, n_local, output_dir, started)
+        with Client(home=home, timeout=2.0) as c:
+            if not recovering:
+                st = _wait_for(lambda: _ready(c, n_local), deadline, f"{n_local} nodes registering", lproc,
+                               home / "launcher.log")
+            else:
+                st = _recovered(c, home, dproc, lproc, procs["launcher"], deadline, topo.size, n_local,
+                                settings.get("grace") or configmod.default("grace"))
     except BaseException:
         # a failed recovery puts things back as they were: its daemon is SIGKILLed, so that the
         # journal stays open (recoverable) and no ``shutdown`` reaches the nodes that outlived
@@ -151,91 +154,89 @@ def start_cluster(home: Path, topology=None, allocator=None, scheduler=None, red
     return st
 
 
-def _start(home, argv, cfg, topo, procs, started, recovering, local_nodes, timeout, output_dir, rt_priority,
-           node_sched, restart, max_restarts) -> dict:
-    from emulator.live.client import Client, ClientTimeout
-
-    py = sys.executable
+def _start_daemon(home, settings, cfg, procs, started, deadline) -> subprocess.Popen:
+    """The daemon, and with a network the interconnect (before the nodes: a task's first
+    message finds it serving); returns the daemon's process once it serves."""
     dlog = home / "daemon.log"
+    argv = [sys.executable, "-m", "emulator.live.daemon", "--home", str(home), *configmod.argv("daemon", settings)]
     with _signals_deferred():  # a Ctrl-C must not come between the spawn and its record
         dproc = _spawn(argv, dlog)
         started.append(dproc)
-    deadline = time.monotonic() + (timeout or 30 + topo.size * 0.03)
     _wait_for(lambda: homemod.read_pidfile(home / "daemon.pid"), deadline, "daemon start", dproc, dlog)
     if cfg.get("network") and procs["interconnect"] is None:
-        # before the nodes: a task's first message finds it serving. A recovery leaves a live
-        # interconnect alone (it follows the new daemon's events) and starts one that is gone
+        # a recovery leaves a live interconnect alone (it follows the new daemon's events) and
+        # starts one that is gone
         ilog = home / "interconnect.log"
+        iargv = [sys.executable, "-m", "emulator.live.interconnect", "--home", str(home),
+                 *configmod.argv("interconnect", settings)]
         with _signals_deferred():
-            iproc = _spawn([py, "-m", "emulator.live.interconnect", "--home", str(home)], ilog)
+            iproc = _spawn(iargv, ilog)
             started.append(iproc)
         _wait_for(lambda: homemod.read_pidfile(home / "interconnect.pid"), deadline, "interconnect start",
                   iproc, ilog)
-    n_local = topo.size if local_nodes is None else int(local_nodes)
-    lproc = None
-    if procs["launcher"] is None and n_local:
-        largv = [py, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
-                 f"0-{n_local - 1}", "--heartbeat", str(cfg["heartbeat"]), "--liveness", str(cfg["liveness"]),
-                 "--home", str(home), "--output-dir", str(output_dir or (home / "output"))]
-        if rt_priority:
-            largv += ["--rt-priority", str(rt_priority)]
-        if node_sched:
-            largv += ["--sched", node_sched]
-        if not restart:
-            largv += ["--no-restart"]
-        elif max_restarts is not None:
-            largv += ["--max-restarts", str(max_restarts)]
-        (Path(output_dir) if output_dir else home / "output").mkdir(mode=0o700, exist_ok=True)
-        with _signals_deferred():
-            lproc = _spawn(largv, home / "launcher.log", _node_env(home, cfg))
-            started.append(lproc)
-        expected = lambda: n_local  # noqa: E731
-    else:  # a launcher that outlived its daemon: its nodes that are alive come back
-        lch = procs["launcher"]
+    return dproc
 
-        def expected():
-            try:
-                return len(lch.children()) if lch is not None else 0
-            except psutil.Error:
-                return 0
-    c = Client(home=home, timeout=2.0)
+
+def _start_launcher(home, settings, n_local, output_dir, started) -> subprocess.Popen:
+    """The launcher of nodes 0..n_local-1 (it forks their agents)."""
+    out = Path(output_dir) if output_dir else home / "output"
+    argv = [sys.executable, "-m", "nodes.launcher", "--connect", homemod.control_endpoint(home), "--nodes",
+            f"0-{n_local - 1}", "--home", str(home), "--output-dir", str(out),
+            *configmod.argv("launcher", settings)]
+    out.mkdir(mode=0o700, exist_ok=True)
+    with _signals_deferred():
+        lproc = _spawn(argv, home / "launcher.log", _node_env(home, settings))
+        started.append(lproc)
+    return lproc
+
+
+def _status(c):
+    from emulator.live.client import ClientTimeout  # lazy: see start_cluster
+
     try:
-        def status():
-            try:
-                return c.status()
-            except ClientTimeout:
-                return None
+        return c.status()
+    except ClientTimeout:
+        return None
 
-        def ready():
-            st = status()
-            if st is None:
-                return None
-            up = st["size"] - st["nodes"].get("down", 0)
-            return st if st["connected"] >= n_local and up >= n_local else None
 
-        if not recovering:
-            return _wait_for(ready, deadline, f"{n_local} nodes registering", lproc, home / "launcher.log")
-        # recovery: the daemon serves; then the node processes alive here register again (a
-        # short wait, none for the dead: they are reported, not awaited)
-        st = _wait_for(status, deadline, "daemon serving", dproc, dlog)
-        back = min(deadline, time.monotonic() + 10 + topo.size * 0.01)
-        while st["connected"] < expected() and time.monotonic() < back:
-            if lproc is not None and lproc.poll() is not None:
-                break
-            time.sleep(0.05)
-            st = status() or st
-        nodes = c.nodes()
-        jobs = st["jobs"]
-        st["recovered"] = {"jobs": dict(jobs), "queued": jobs.get("queued", 0) + jobs.get("held", 0),
-                           "running": jobs.get("running", 0),
-                           "finished": sum(v for k, v in jobs.items() if k in FINISHED),
-                           "nodes_down": [n["node"] for n in nodes if n["state"] == "down"],
-                           "nodes_not_back": [n["node"] for n in nodes
-                                              if n["state"] != "down" and not n.get("connected")],
-                           "grace_s": float(argv[argv.index("--grace") + 1]) if "--grace" in argv else 5.0}
-        return st
-    finally:
-        c.close()
+def _ready(c, n_local: int):
+    """The daemon's status once ``n_local`` nodes are connected and up, else None."""
+    st = _status(c)
+    if st is None:
+        return None
+    up = st["size"] - st["nodes"].get("down", 0)
+    return st if st["connected"] >= n_local and up >= n_local else None
+
+
+def _recovered(c, home, dproc, lproc, old_launcher, deadline, size: int, n_local: int, grace: float) -> dict:
+    """Recovery: the daemon serves; then the node processes alive here register again (a
+    short wait, none for the dead: they are reported, not awaited)."""
+    st = _wait_for(lambda: _status(c), deadline, "daemon serving", dproc, home / "daemon.log")
+
+    def expected():  # a launcher that outlived its daemon: its nodes that are alive come back
+        if lproc is not None or old_launcher is None:
+            return n_local if lproc is not None else 0
+        try:
+            return len(old_launcher.children())
+        except psutil.Error:
+            return 0
+
+    back = min(deadline, time.monotonic() + 10 + size * 0.01)
+    while st["connected"] < expected() and time.monotonic() < back:
+        if lproc is not None and lproc.poll() is not None:
+            break
+        time.sleep(0.05)
+        st = _status(c) or st
+    nodes = c.nodes()
+    jobs = st["jobs"]
+    st["recovered"] = {"jobs": dict(jobs), "queued": jobs.get("queued", 0) + jobs.get("held", 0),
+                       "running": jobs.get("running", 0),
+                       "finished": sum(v for k, v in jobs.items() if k in FINISHED),
+                       "nodes_down": [n["node"] for n in nodes if n["state"] == "down"],
+                       "nodes_not_back": [n["node"] for n in nodes
+                                          if n["state"] != "down" and not n.get("connected")],
+                       "grace_s": float(grace)}
+    return st
 
 
 @contextlib.contextmanager
@@ -289,16 +290,16 @@ def _stop_started(started: list, kill=()) -> None:
             signal.signal(signal.SIGINT, before)
 
 
-def _check_config(home: Path, **asked) -> tuple[dict, object]:
+def _check_config(home: Path, settings: dict) -> tuple[dict, object]:
     """The configuration the daemon will run with (emulator.live.config), its policy stack
     built once to see that it can be; UsageError when not."""
-    from emulator.live import config as configmod
-    from emulator.live.recovery import pending_meta
-    from scheduler.stack import build
+    from emulator.live.recovery import pending_meta  # lazy: see start_cluster
+    from scheduler.stack import build  # lazy: 100 ms (every policy), measured as in start_cluster
 
     meta = pending_meta(home)
     try:
-        cfg = configmod.resolve(meta.get("config"), configmod.given(**asked))
+        configmod.check_process(settings)
+        cfg = configmod.resolve(meta.get("config"), configmod.given(**settings))
         configmod.check_format(meta, cfg)
         stack = build(configmod.stack_config(cfg))
     except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy
@@ -308,7 +309,7 @@ def _check_config(home: Path, **asked) -> tuple[dict, object]:
 
 def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
     """Stop everything the cluster in ``home`` started, by pid; returns what was stopped."""
-    from emulator.live.client import Client, ClientError
+    from emulator.live.client import Client, ClientError  # lazy: see start_cluster
 
     procs = cluster_processes(home)
     everyone = [p for p in [procs["daemon"], procs["launcher"], *procs["tree"], procs["interconnect"]]
@@ -338,6 +339,3 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
         (home / f).unlink(missing_ok=True)
     return {"home": str(home), "stopped": pids, "terminated": terminated, "killed": killed,
             "was_running": bool(everyone)}
-
-
-# ---------------------------------------------------------------------- output helpers

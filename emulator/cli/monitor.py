@@ -20,6 +20,7 @@ import psutil
 
 from emulator.cli import UsageError, print_json
 from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluster
+from emulator.live import config as configmod
 from emulator.live import home as homemod
 
 DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "seconds": 60.0,
@@ -175,7 +176,7 @@ def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: 
 
     feed = streamer = None
     try:
-        start_cluster(home, cfg["topology"], cfg["allocator"], cfg["scheduler"], time_unit=unit)
+        start_cluster(home, cfg, time_unit=unit)
         _record(seen, home)
         feed = app.Feed(home)
         feed.sync()
@@ -273,13 +274,11 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_monitor)
 
     p = sub.add_parser("demo", help="cluster up, a workload, the live monitor, a summary, cluster down")
-    p.add_argument("--topology", help=f"hypercube:N or mesh:WxH (default {DEMO_DEFAULTS['topology']})")
-    p.add_argument("--allocator", help=f"allocator (default {DEMO_DEFAULTS['allocator']})")
-    p.add_argument("--scheduler", help=f"discipline (default {DEMO_DEFAULTS['scheduler']})")
+    # the settings it shares with `mcemu up` (topology, allocator, scheduler, time unit), its own defaults
+    configmod.add_arguments(p, "demo", shown=DEMO_DEFAULTS)
     p.add_argument("--seconds", type=float, help=f"how long to run (default {DEMO_DEFAULTS['seconds']:g})")
     p.add_argument("--jobs", type=int, help="submit this many jobs and stop when they are done (or at --seconds)")
     p.add_argument("--load", type=float, help=f"offered load (default {DEMO_DEFAULTS['load']:g})")
-    p.add_argument("--time-unit", type=float, help=f"seconds per model time unit (default {DEMO_DEFAULTS['time_unit']:g})")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-monitor", action="store_true", help="run headless: only the summary")
     p.add_argument("--json", action="store_true", help="headless; print the summary as one JSON document")

@@ -277,25 +277,8 @@ class Daemon(ProcessorManager):
 def _arguments(argv):
     ap = argparse.ArgumentParser(prog="mcemu-daemon", description="the mcemu processor-manager daemon")
     ap.add_argument("--home", default=None)
-    ap.add_argument("--topology")
-    ap.add_argument("--allocator")
-    ap.add_argument("--scheduler")
-    ap.add_argument("--reduction")
-    ap.add_argument("--time-unit", type=float)
-    ap.add_argument("--heartbeat", type=float)
-    ap.add_argument("--liveness", type=int)
-    ap.add_argument("--max-requeue", type=int)
-    ap.add_argument("--listen")
-    ap.add_argument("--insecure", action="store_true", help="tcp without CURVE: every tcp peer is the admin")
-    ap.add_argument("--grace", type=float, default=5.0)
     ap.add_argument("--fsync", action="store_true")
-    ap.add_argument("--gang", help="gang policy (round-robin, two-queue, multilevel, fb, ...)")
-    ap.add_argument("--mpl", type=int, help="rows of the gang's Ousterhout matrix (the gang parameter mpl)")
-    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                    help="a discipline or gang policy parameter (scheduler.stack.parse_params)")
-    ap.add_argument("--rt-priority", type=int, help="run at SCHED_RR priority P (1-99) where permitted")
-    ap.add_argument("--network", help="wormhole: tasks exchange messages (emulator.live.interconnect)")
-    ap.add_argument("--net-dilation", type=float, help="wall microseconds per network microsecond")
+    configmod.add_arguments(ap, configmod.DAEMON)  # what `mcemu up` passes (emulator.live.config.SETTINGS)
     return ap.parse_args(argv)
 
 
@@ -317,10 +300,7 @@ def main(argv=None) -> int:
     home = homemod.home_dir()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s daemon %(levelname)s %(message)s")
     try:
-        asked = configmod.given(topology=a.topology, allocator=a.allocator, scheduler=a.scheduler,
-                                reduction=a.reduction, gang=a.gang, params=a.param, mpl=a.mpl,
-                                time_unit=a.time_unit, heartbeat=a.heartbeat, liveness=a.liveness,
-                                max_requeue=a.max_requeue, network=a.network, net_dilation=a.net_dilation)
+        asked = configmod.given(**configmod.values(a, configmod.DAEMON))
         if a.listen and not a.insecure:
             from emulator.live import keys as keysmod
 
