@@ -1,12 +1,14 @@
 """The processor-manager daemon: ``python -m emulator.live.daemon`` (started by ``mcemu up``).
 
-Shape (the ZeroMQ guide's broker, with Paranoid Pirate liveness): one ROUTER serves the node
-agents and the clients (all DEALERs), one PUB sends events (``job``, ``node`` and a periodic
-``snapshot`` with the policy's queues) for the monitor. One poll loop: poll with a timeout
-of at most the heartbeat interval, drain and dispatch the messages by type, run the policy's
-timer (``next_wakeup``), purge nodes whose heartbeats stopped, send heartbeats, commit the
-journal, and only then send the replies, task messages and events that the iteration
-produced (a state change is on disk before anyone hears of it).
+Shape (the ZeroMQ guide's broker): one ROUTER serves the node agents and the clients (all
+DEALERs), one PUB sends events (``job``, ``node`` and a periodic ``snapshot`` with the policy's
+queues) for the monitor. It runs on the live kernel (emulator.live.kernel), with its clock:
+readers (the ROUTER: drain and dispatch the messages by type; the ZAP socket; a pidfd per node
+process of this host, readable when it ends), timers (heartbeat waves, which purge the nodes
+that fell silent, and snapshots), a deadline (the policy's timer, ``next_wakeup``), and at the
+end of every turn the policy's tick when due, the journal's commit and only then the replies,
+task messages and events the turn produced (a state change is on disk before anyone hears of
+it). Liveness: emulator.live.nodes.
 
 Where the rest is (emulator/live/):
 
@@ -28,11 +30,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import zmq
@@ -42,6 +42,7 @@ from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live import sockets
+from emulator.live.kernel import Kernel
 from emulator.live.manager import ProcessorManager
 from emulator.live.views import _jsonable  # noqa: F401  (tests and tools import it from here)
 
@@ -58,8 +59,15 @@ class Daemon(ProcessorManager):
     ALLOWED = P.NODE_TYPES | P.CLIENT_TYPES | P.LOCAL_TYPES
 
     def __init__(self, home: Path, config: dict | None = None, listen: str | None = None,
-                 grace: float = 5.0, snapshot_every: float = 1.0, fsync: bool = False, insecure: bool = False):
-        super().__init__(home, config, grace=grace, snapshot_every=snapshot_every, fsync=fsync)
+                 grace: float = 5.0, snapshot_every: float = 1.0, fsync: bool = False, insecure: bool = False,
+                 clock=None):
+        kernel = Kernel(clock)
+        super().__init__(home, config, grace=grace, snapshot_every=snapshot_every, fsync=fsync, clock=kernel.now)
+        self.kernel = kernel
+        self.wire: list = []  # what was sent, when serving without sockets (a test's in-memory transport)
+        self.hb_group = 0
+        self.tick_floor = 0.0  # no tick before this: a policy timer that does not advance (see _tick)
+        self.purge_after = 0.0  # no purge before this: the daemon itself was late (see _drain)
         self.listen = listen
         self.insecure = insecure
         self.ctx = self.router = self.pub = self.zap = None
@@ -113,7 +121,13 @@ class Daemon(ProcessorManager):
     def _flush(self):
         self.journal.commit()
         r = self.router
-        now = time.monotonic()
+        if r is None:  # not bound: a test reads what would have gone out
+            self.wire.extend(self.outbox)
+            self.wire.extend(self.events)
+            self.outbox.clear()
+            self.events.clear()
+            return
+        now = self.clock()
         for ident, frame in self.outbox:
             try:
                 r.send(ident, _MORE, copy=False)
@@ -141,7 +155,7 @@ class Daemon(ProcessorManager):
         ident, frame = frames
         nr = self.by_ident.get(ident)
         if nr is not None and frame == nr.hb:
-            nr.last = time.monotonic()
+            self.registry.heard(nr, self.clock())
             return
         try:
             m = P.decode(frame, allowed=self.ALLOWED)
@@ -154,7 +168,7 @@ class Daemon(ProcessorManager):
             if why:
                 return self._error(ident, "forbidden", why, m.get("id"))
         if nr is not None:
-            nr.last = time.monotonic()
+            self.registry.heard(nr, self.clock())
         if t == "heartbeat":
             if nr is None:
                 self._error(ident, "unregistered", "heartbeat from an unregistered peer: register first")
@@ -172,6 +186,7 @@ class Daemon(ProcessorManager):
 
     def _drain(self):
         r = self.router
+        began = self.clock()
         for _ in range(BATCH):
             # EVENTS, not recv until zmq.Again: raising Again costs a strerror per wake-up
             if not r.getsockopt(zmq.EVENTS) & _POLLIN:
@@ -186,6 +201,10 @@ class Daemon(ProcessorManager):
                 self.handle(frames)
             except Exception:  # a handler bug must not take the cluster down
                 log.exception("handler failed on %r", frames[-1][:200] if frames else frames)
+        if self.clock() - began > self.hb / 2:
+            # the daemon itself was late (a burst, a long reply): what the nodes sent meanwhile
+            # may still be queued, so their silence proves nothing for one expiry
+            self.purge_after = self.clock() + self.expiry
 
     def _principal(self, frames: list) -> list:
         """Record who sent a message (its frame's ZAP User-Id; none over ipc) the first time a
@@ -202,57 +221,90 @@ class Daemon(ProcessorManager):
         return [ident] + [f.bytes for f in frames[1:]]
 
     def serve(self, ready=None):
-        self.running = True
-        poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
-        if self.zap is not None:
-            poller.register(self.zap.sock, zmq.POLLIN)
-        policy = self.policy
-        next_hb = next_snap = tick_floor = 0.0
-        hb_group = 0
-        stop = []
-        for s in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(s, lambda *_: stop.append(1))
+        """Serve on the kernel until ``shutdown``, SIGTERM or SIGINT."""
+        k = self.kernel
+        self.attach()
+        k.on_signal(signal.SIGTERM, self._stop_serving)
+        k.on_signal(signal.SIGINT, self._stop_serving)
         if ready:
             ready()
-        while self.running and not stop:
-            wall = time.monotonic()
-            if self.quiet_until and wall >= self.quiet_until:
-                self.starting.clear()  # a start that never completed (a node lost): give up waiting
-                self.quiet_until = 0.0
-            timeout = max(0.0, max(min(next_hb, next_snap), self.quiet_until) - wall)
-            wake = policy.next_wakeup()
-            if wake is not None:
-                timeout = min(timeout, max(0.0, wake * self.time_unit + self.t0 - wall, tick_floor - wall))
-            # pyzmq truncates the timeout to whole ms: rounded down, a wait under 1 ms would
-            # spin (poll(0)) until it is over
-            if poller.poll(math.ceil(timeout * 1000.0)):
-                if self.zap is not None:
-                    self.zap.handle()
-                self._drain()
-            wake = policy.next_wakeup()
-            if wake is not None and wake <= self.now() and time.monotonic() >= tick_floor:
-                self._input("tick")
-                w2 = policy.next_wakeup()
-                if w2 is not None and w2 <= self.now():  # a timer that does not advance: no busy loop
-                    tick_floor = time.monotonic() + self.hb
-            if self.outbox or self.events:
-                # what the messages caused goes out before the housekeeping below: a start
-                # that has just completed ends the quiet time, with heartbeats (a group of
-                # nodes) and often a snapshot (every node's state) overdue behind it
-                self._flush()
-            wall = time.monotonic()
-            if wall >= next_hb and wall >= self.quiet_until:
-                if hb_group == 0:
-                    self._purge(wall)
-                self.registry.heartbeat_wave(wall, self.outbox, hb_group, HB_GROUPS)
-                hb_group = (hb_group + 1) % HB_GROUPS
-                next_hb = wall + self.hb / HB_GROUPS
-            if wall >= next_snap and wall >= self.quiet_until:
-                self.events.append((b"snapshot", P.encode_unchecked("snapshot", t=self.now(), data=self.snapshot())))
-                next_snap = wall + self.snapshot_every
+        try:
+            k.run()
+        finally:
+            k.close()
+            self.stop()
+
+    def attach(self):
+        """Put the daemon's readers, timers, deadline and end-of-turn work on its kernel."""
+        k = self.kernel
+        self.running = True
+        if self.router is not None:
+            k.add_reader(self.router, self._drain)
+        if self.zap is not None:
+            k.add_reader(self.zap.sock, self.zap.handle)
+        for nr in self.nodes:  # nodes registered while the journal was replayed
+            if nr.ident is not None and nr.pidfd is None:
+                self._watch(nr, nr.ident)
+        k.add_deadline(self._tick_due)
+        k.after_turn(self._turn)
+        now = self.clock()
+        k.call_at(now, self._wave)
+        k.call_at(now, self._snapshot)
+
+    def _stop_serving(self):
+        self.running = False
+        self.kernel.stop()
+
+    def _tick_due(self):
+        """When the policy's timer is due, in the kernel's clock (None: no timer)."""
+        wake = self.policy.next_wakeup()
+        if wake is None:
+            return None
+        return max(wake * self.time_unit + self.t0, self.tick_floor)
+
+    def _tick(self):
+        # the live form of the engine's timer rule (emulator.sim.engine): a wake-up at or before
+        # now is taken; one that does not advance past the tick it caused waits one heartbeat
+        # interval instead of spinning (in virtual time, "not twice at the same instant")
+        wake = self.policy.next_wakeup()
+        if wake is None or wake > self.now() or self.clock() < self.tick_floor:
+            return
+        self._input("tick")
+        w2 = self.policy.next_wakeup()
+        if w2 is not None and w2 <= self.now():
+            self.tick_floor = self.clock() + self.hb
+
+    def _turn(self):
+        """The end of every turn: the policy's timer, then what the turn caused goes out."""
+        if self.quiet_until and self.clock() >= self.quiet_until:
+            self.starting.clear()  # a start that never completed (a node lost): give up waiting
+            self.quiet_until = 0.0
+        self._tick()
+        if self.outbox or self.events:
             self._flush()
-        self.stop()
+        if not self.running:
+            self.kernel.stop()
+
+    def _wave(self):
+        """Heartbeats to one group of nodes (every ``hb / HB_GROUPS``); the purge with group 0.
+        Both wait while a job's tasks start (``quiet_until``)."""
+        now = self.clock()
+        if now < self.quiet_until:
+            self.kernel.call_at(self.quiet_until, self._wave)
+            return
+        if self.hb_group == 0 and now >= self.purge_after:
+            self._purge(now)
+        self.registry.heartbeat_wave(now, self.outbox, self.hb_group, HB_GROUPS)
+        self.hb_group = (self.hb_group + 1) % HB_GROUPS
+        self.kernel.call_at(now + self.hb / HB_GROUPS, self._wave)
+
+    def _snapshot(self):
+        now = self.clock()
+        if now < self.quiet_until:
+            self.kernel.call_at(self.quiet_until, self._snapshot)
+            return
+        self.events.append((b"snapshot", P.encode_unchecked("snapshot", t=self.now(), data=self.snapshot())))
+        self.kernel.call_at(now + self.snapshot_every, self._snapshot)
 
     def stop(self):
         """Tell every node to stop (they kill their tasks), close the journal and sockets."""

@@ -31,7 +31,6 @@ How the gang's decisions are carried out:
 """
 from __future__ import annotations
 
-import time
 from collections import deque
 
 from emulator.live import protocol as P
@@ -111,7 +110,7 @@ class GangSlots:
         if self.m.replaying:
             return
         rec = {"switch": self.switch_no, "slot": sw.slot, "t": t, "primary": sw.primary,
-               "running": sorted(sw.running), "sent": time.monotonic(), "nodes": {}}
+               "running": sorted(sw.running), "sent": self.m.clock(), "nodes": {}}
         self.log.append(rec)
         self.index[self.switch_no] = rec
         while len(self.index) > SWITCH_LOG:

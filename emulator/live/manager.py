@@ -32,7 +32,7 @@ blocks no one, and ``mcemu queue`` shows it ``held`` with the reason (``ReqNodeN
 """
 from __future__ import annotations
 
-import time
+import logging
 from pathlib import Path
 
 from emulator.live import auth
@@ -42,10 +42,13 @@ from emulator.live import recovery, views
 from emulator.live.client_handlers import ClientHandlers
 from emulator.live.gang import slots_for
 from emulator.live.jobs import JobRec
+from emulator.live.kernel import WallClock
 from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
 from scheduler.decisions import SlotSwitch, Start
 from scheduler.stack import build
+
+log = logging.getLogger("mcemu.daemon")
 
 # While a job's tasks are starting (its ``run`` messages sent, not every ``task_started`` back
 # yet), the heartbeat waves and snapshots wait, at most this many seconds: on two cores a
@@ -58,8 +61,10 @@ START_QUIET = 0.05
 
 class ProcessorManager(NodeHandlers, ClientHandlers):
     def __init__(self, home: Path, config: dict | None = None, grace: float = 5.0, snapshot_every: float = 1.0,
-                 fsync: bool = False):
+                 fsync: bool = False, clock=None):
         self.home = Path(home)
+        # the injected clock (seconds, monotonic): the live kernel's; a fake one in tests
+        self.clock = clock if clock is not None else WallClock.now
         self.journal, meta = recovery.open_journal(self.home, fsync)
         try:
             self.cfg = cfg = configmod.resolve(meta.get("config"), config or {})
@@ -75,7 +80,7 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         self.max_requeue = int(cfg["max_requeue"])
         self.grace = grace
         self.snapshot_every = snapshot_every
-        self.t0 = float(meta["t0"]) if "t0" in meta else time.monotonic()
+        self.t0 = float(meta["t0"]) if "t0" in meta else self.clock()
         self.registry = NodeRegistry(self.topology, self.down, float(cfg["heartbeat"]), int(cfg["liveness"]))
         self.hb, self.liveness, self.expiry = self.registry.hb, self.registry.liveness, self.registry.expiry
         # the registry's containers, read by the hot paths without a hop
@@ -90,6 +95,7 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         self.quiet_until = 0.0
         self.replaying = False
         self.running = False
+        self.kernel = None  # the live kernel serving this manager (emulator.live.daemon), if any
         self.endpoints: dict = {}  # the sockets' addresses, once the daemon has bound them
         # routing id -> auth.Principal of the tcp peers (emulator.live.daemon fills it from the
         # ZAP handler's User-Id); a peer not in it is LOCAL (ipc, or tcp with --insecure)
@@ -100,7 +106,7 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         self.journal.set_meta(config=cfg, t0=self.t0, format=configmod.FORMAT)
 
     def now(self) -> float:
-        t = (time.monotonic() - self.t0) / self.time_unit
+        t = (self.clock() - self.t0) / self.time_unit
         if t < self._last_t:  # a reboot reset the monotonic clock: never go backwards
             self.t0 -= (self._last_t - t) * self.time_unit
             t = self._last_t
@@ -179,7 +185,7 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
             for n, frame in zip(jr.nodes, frames):
                 self._to_node(n, frame)
             self.starting.add(jr.id)
-            self.quiet_until = time.monotonic() + START_QUIET
+            self.quiet_until = self.clock() + START_QUIET
 
     def _run_fields(self, jr: JobRec) -> dict:
         """A ``run`` message's fields but rank and node (the same for every node of the job)."""
@@ -226,6 +232,31 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         self._input("requeue", job=jr.id, t=t)
         if jr.state == "queued":
             self.journal.job(jr.row())
+
+    # ------------------------------------------------------------------ watched node processes
+
+    def _watch(self, nr, ident) -> None:
+        """Watch node ``nr``'s process when it is one of this host's (nodes.NodeRegistry.watch):
+        its end is then known at once (``_exited``), not after heartbeats are missed."""
+        self._unwatch(nr)
+        if self.kernel is None:
+            return
+        fd = self.registry.watch(nr, local=self.principal_of(ident) is auth.LOCAL)
+        if fd is not None:
+            self.kernel.add_reader(fd, lambda: self._exited(nr))
+
+    def _unwatch(self, nr) -> None:
+        if nr.pidfd is not None:
+            if self.kernel is not None:
+                self.kernel.remove_reader(nr.pidfd)  # before the fd number can be reused
+            self.registry.unwatch(nr)
+
+    def _exited(self, nr) -> None:
+        pid = nr.pid
+        self._unwatch(nr)
+        if nr.id not in self.down:
+            log.info("node %d: its process %s ended: down", nr.id, pid)
+            self._node_down(nr, f"process {pid} ended")
 
     # ------------------------------------------------------------------ who sent it, the views
 

@@ -16,7 +16,8 @@ Decisions of this implementation:
   ``--command`` only the exit is meaningful. The policy's ``depart`` is called then, at the
   model time of the last report. The job is ``completed`` when all tasks exited 0, else
   ``failed``.
-* A node that misses its heartbeats (emulator.live.nodes) is ``down``: it is taken out of
+* A node whose process ends (a watched node: emulator.live.nodes) or that misses its heartbeats
+  is ``down``: it is taken out of
   service (``stack.mark_down``) and every running job with a task there is requeued (same
   id, same submit time; its other tasks are killed) until it has met ``max_requeue`` node
   faults (default 1); the next fault fails it (the manager's ``_fault``). A node that
@@ -27,7 +28,6 @@ Decisions of this implementation:
 from __future__ import annotations
 
 import logging
-import time
 
 from emulator.live import protocol as P
 
@@ -90,11 +90,12 @@ class NodeHandlers:
         nr = self.nodes[n]
         p = self.principal_of(ident)
         if (nr.ident is not None and nr.ident != ident and nr.principal is not None and nr.principal != p
-                and time.monotonic() - nr.last < self.expiry):
+                and self.clock() - nr.last < self.expiry):
             return self._error(ident, "forbidden", f"node {n} is played by a live connection of another "
                                                    f"principal ({nr.principal.name!r})")
         nr.principal = p
-        new_incarnation = self.registry.attach(ident, nr, m["pid"], m["host"], time.monotonic())
+        new_incarnation = self.registry.attach(ident, nr, m["pid"], m["host"], self.clock())
+        self._watch(nr, ident)
         self.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=self.hb, liveness=self.liveness)))
         if new_incarnation:
             for jid in sorted(nr.jobs):
@@ -142,13 +143,14 @@ class NodeHandlers:
         jr.started.add(m["rank"])
         jr.pids[m["rank"]] = m["pid"]
         if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
-            jr.all_started_wall = time.monotonic()
+            jr.all_started_wall = self.clock()
             self._emit_job(jr, self.now(), state="started")
             self.starting.discard(jr.id)
             if not self.starting:
                 self.quiet_until = 0.0
 
     def on_bye(self, nr, m):
+        self._unwatch(nr)
         self._node_down(nr, "left")
 
 

@@ -1,9 +1,18 @@
 """The node registry: which process plays each node, and whether it is alive.
 
-Liveness is the ZeroMQ guide's Paranoid Pirate: the daemon heartbeats every node it has sent
-nothing else for half an interval, every message from a node counts as a heartbeat, and a
-node silent for ``liveness`` intervals (``expiry`` seconds, 3 x 200 ms by default) is down.
-Heartbeats go out in waves (``heartbeat_wave``): one group of nodes (node id mod ``groups``)
+Liveness tells a dead node from a busy one (docs/ARCHITECTURE.md, "Liveness"):
+
+* A node process on this host (it registered over ipc, from this host) is *watched*: the daemon
+  holds a pidfd of it (``watch``), which the kernel reports readable the moment the process
+  ends, so its death is known at once, whatever the load. Its silence means only that it is
+  slow: it is down for silence only after ``HANG`` seconds (an agent stopped or deadlocked),
+  never for the fractions of a second that CPU contention costs.
+* A node elsewhere (tcp) can only be judged by its silence, the ZeroMQ guide's Paranoid Pirate:
+  every message from a node counts as a heartbeat, and a node silent for ``liveness`` intervals
+  (``expiry`` seconds, 3 x 200 ms by default) is down.
+
+The daemon heartbeats every node it has sent nothing else for half an interval (the agents
+judge the daemon by it). Heartbeats go out in waves (``heartbeat_wave``): one group of nodes (node id mod ``groups``)
 every ``heartbeat / groups`` seconds, so that the nodes' wake-ups and answers come in small
 waves instead of one burst of every node.
 
@@ -16,11 +25,19 @@ emulator.live.manager's business.
 """
 from __future__ import annotations
 
+import os
+import socket
+
 from emulator.live import protocol as P
+
+# seconds of silence after which a watched node whose process is alive is taken for hung (a
+# stopped or deadlocked agent): far above any scheduling delay, which costs fractions of a second
+HANG = 30.0
+HOST = socket.gethostname()
 
 
 class NodeRec:
-    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs", "hb", "principal")
+    __slots__ = ("id", "ident", "pid", "host", "last", "sent", "jobs", "hb", "principal", "pidfd", "quiet")
 
     def __init__(self, id):
         self.id = id
@@ -32,6 +49,8 @@ class NodeRec:
         # a frame equal to this node's heartbeat needs no decoding (256 nodes send 1280 a second)
         self.hb = P.heartbeat_frame(id)
         self.principal = None  # who registered it (emulator.live.auth); another may not take it over live
+        self.pidfd: int | None = None  # a pidfd of its process while it is watched (a process of this host)
+        self.quiet = 0.0  # its longest silence so far (seconds): how slow a busy host made it
 
 
 class NodeRegistry:
@@ -63,11 +82,41 @@ class NodeRegistry:
             self.by_ident.pop(nr.ident, None)
         nr.ident = None
 
+    def heard(self, nr: NodeRec, wall: float) -> None:
+        """Node ``nr`` spoke at ``wall``."""
+        gap = wall - nr.last
+        if gap > nr.quiet and nr.ident is not None:
+            nr.quiet = gap
+        nr.last = wall
+
     def expired(self, wall: float) -> list[NodeRec]:
-        """Nodes in service that missed their heartbeats."""
-        limit = wall - self.expiry
+        """Nodes in service that missed their heartbeats: a watched node (its process alive on
+        this host) only after ``HANG`` seconds of silence."""
+        limit, hung = wall - self.expiry, wall - max(HANG, self.expiry)
         down = self.down
-        return [nr for nr in self.nodes if nr.last < limit and nr.id not in down]
+        return [nr for nr in self.nodes
+                if nr.last < (limit if nr.pidfd is None else hung) and nr.id not in down]
+
+    def watch(self, nr: NodeRec, local: bool) -> int | None:
+        """Hold a pidfd of node ``nr``'s process when it runs on this host (``local``: it came
+        over ipc, so the pid it gave is one of this host's); returns the fd to wait on (readable
+        once the process has ended), or None where it cannot be watched (another host, no
+        pidfd_open: Linux before 5.3), which leaves the node to its heartbeats."""
+        self.unwatch(nr)
+        if not local or nr.host != HOST or not isinstance(nr.pid, int) or not hasattr(os, "pidfd_open"):
+            return None
+        try:
+            nr.pidfd = os.pidfd_open(nr.pid)
+        except OSError:  # no such process (it died already) or not permitted
+            return None
+        return nr.pidfd
+
+    def unwatch(self, nr: NodeRec) -> int | None:
+        """Stop watching ``nr``; returns the fd that was closed, if any."""
+        fd, nr.pidfd = nr.pidfd, None
+        if fd is not None:
+            os.close(fd)
+        return fd
 
     def heartbeat_wave(self, wall: float, outbox: list, group: int = 0, groups: int = 1) -> None:
         """Heartbeat the connected nodes of one group (node id mod ``groups``) that were sent
@@ -91,9 +140,10 @@ class NodeRegistry:
     def row(self, nr: NodeRec, state: str) -> dict:
         """One row of ``mcemu nodes --json``."""
         return {"node": nr.id, "state": state, "jobs": sorted(nr.jobs), "pid": nr.pid, "host": nr.host,
-                "connected": nr.ident is not None}
+                "connected": nr.ident is not None, "watched": nr.pidfd is not None,
+                "max_silence": round(nr.quiet, 3)}
 
 
 HEARTBEAT = P.heartbeat_frame()
 
-__all__ = ["HEARTBEAT", "NodeRec", "NodeRegistry"]
+__all__ = ["HANG", "HEARTBEAT", "NodeRec", "NodeRegistry"]

@@ -75,7 +75,7 @@ def replay(m, grace: float) -> int:
         m.replaying = False
     _restore_job_rows(m)
     m.next_id = max(m.next_id, m.journal.max_job_id() + 1)
-    m.registry.expect_back(incarnations, time.monotonic(), grace)
+    m.registry.expect_back(incarnations, m.clock(), grace)
     if n_events:
         running = sum(1 for j in m.jobs.values() if j.state == "running")
         queued = sum(1 for j in m.jobs.values() if j.state == "queued")
