@@ -4,7 +4,9 @@ against a live cluster and ``mcemu demo --no-monitor`` leaving no process behind
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -13,14 +15,16 @@ import psutil
 import pytest
 from rich.console import Console
 
+from emulator.cli.cluster import cluster_processes
 from emulator.live import protocol as P
 from emulator.live.daemon import _jsonable
 from emulator.monitor import view as V
-from emulator.monitor.app import decode_event
+from emulator.monitor.feed import decode_event
 from emulator.monitor.model import MonitorState, gray, grid_layout
 from scheduler import allocators, disciplines
 from scheduler.disciplines.base import DisciplineError
 from scheduler.jobs import Job
+from scheduler.stack import StackConfig, build
 from scheduler.topology import Request, parse_topology
 
 from conftest import ALLOCATOR, SCHEDULER, wait_for
@@ -290,8 +294,6 @@ def _demo(*args, timeout=90):
 
 @pytest.fixture
 def demo_home(tmp_path, monkeypatch):
-    import os
-
     global _demo_env
     _demo_env = dict(os.environ, MCEMU_HOME=str(tmp_path))
     yield tmp_path
@@ -323,10 +325,6 @@ def test_demo_headless_summarizes_and_leaves_no_process(demo_home):
 def test_demo_stopped_by_sigterm_stops_its_cluster(demo_home):
     """``timeout mcemu demo`` or a closed terminal: the demo's own cleanup still runs
     (emulator.cli.exit_on_termination), where the default action left every node running."""
-    import signal
-
-    from emulator.cli.cluster import cluster_processes
-
     demo = subprocess.Popen([sys.executable, "-m", "emulator", "demo", "--no-monitor", "--seconds", "120"],
                             env=_demo_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -383,7 +381,6 @@ def test_blocked_reason_naming_a_started_job_is_dropped():
 
 def test_held_jobs_show_with_their_reason_in_the_queues_region():
     # the minimal stall case (tests/test_held.py): the 2-cube held, the others running
-    from scheduler.stack import StackConfig, build
     stack = build(StackConfig("hypercube:3", "buddy", "lazy", driver="live"))
     stack.mark_down(1, 0.0)
     stack.mark_down(5, 0.0)

@@ -6,7 +6,11 @@ import io
 
 from rich.console import Console
 
+from emulator.monitor.feed import with_delays
 from emulator.monitor.view.channels import channel_grid, channel_panel, link_utilization, util_colour
+from emulator.monitor.view.panels import running_panel
+
+from test_monitor import make_state, screen
 
 
 def _machine():
@@ -42,8 +46,6 @@ def test_panel_renders_with_and_without_an_interconnect():
 
 
 def test_the_screen_swaps_the_node_grid_for_the_channels_where_they_fit():
-    from test_monitor import make_state, screen
-
     s = make_state("mesh:8x8", {1: [0, 1, 8, 9]})
     view = s.view(s.now)
     view["channels"] = {"links": {"window_us": [0.0, 50.0], "channels": [
@@ -56,20 +58,17 @@ def test_the_screen_swaps_the_node_grid_for_the_channels_where_they_fit():
 
 
 def test_the_running_table_shows_each_communicating_jobs_mean_delay():
-    from emulator.monitor.app import _with_delays
-    from emulator.monitor.view.panels import running_panel
-
     view = {"running": [{"id": 4, "state": "running", "request": "2x1", "allocation": "(0,0) 2x1", "nodes": 2,
                          "elapsed": 1.0, "remaining": 2.0},
                         {"id": 7, "state": "running", "request": "1x1", "allocation": "(2,0) 1x1", "nodes": 1,
                          "elapsed": 0.5, "remaining": 1.0}]}
-    _with_delays(view, {"jobs": {"4": {"mean_delay_us": 31.6}, "7": {"mean_delay_us": None}}})
+    with_delays(view, {"jobs": {"4": {"mean_delay_us": 31.6}, "7": {"mean_delay_us": None}}})
     assert view["running"][0]["delay_us"] == 31.6 and "delay_us" not in view["running"][1]
     out = io.StringIO()
     Console(file=out, width=100, color_system=None).print(running_panel(view["running"], 100, 10, 1.0)[0])
     text = out.getvalue()
     assert "DELAY" in text and "32 us" in text
-    _with_delays(no_net := {"running": [dict(view["running"][1])]}, None)  # no interconnect: no column
+    with_delays(no_net := {"running": [dict(view["running"][1])]}, None)  # no interconnect: no column
     out = io.StringIO()
     Console(file=out, width=100, color_system=None).print(running_panel(no_net["running"], 100, 10, 1.0)[0])
     assert "DELAY" not in out.getvalue()

@@ -173,12 +173,13 @@ def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: 
     metrics, the wall seconds and the streamer. The caller stops the cluster."""
     from emulator.live.client import Client  # lazy: see cmd_monitor and cmd_demo
     from emulator.monitor import app
+    from emulator.monitor.feed import Feed
 
     feed = streamer = None
     try:
         start_cluster(home, cfg, time_unit=unit)
         _record(seen, home)
-        feed = app.Feed(home)
+        feed = Feed(home)
         feed.sync()
         streamer = Streamer(home, jobs, unit)
         streamer.start()
