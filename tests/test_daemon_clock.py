@@ -1,0 +1,141 @@
+"""The daemon's timers and liveness on a fake clock (emulator.live.kernel.FakeClock): heartbeat
+waves, the purge of a silent node elsewhere, a watched node of this host that is slow but alive
+(never down for it) or whose process ends (down at once), the policy's timer ticked at its time.
+No sockets are bound and nothing sleeps: minutes of the daemon's time run in milliseconds."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from emulator.live import protocol as P
+from emulator.live.daemon import Daemon
+from emulator.live.kernel import FakeClock
+from emulator.live.nodes import HANG, HOST
+
+T0 = 1000.0
+
+
+def daemon(tmp_path, **cfg) -> tuple[Daemon, FakeClock]:
+    clock = FakeClock(T0)
+    cfg = {"topology": "hypercube:2", "allocator": "buddy", "time_unit": 1.0, **cfg}
+    if "gang" not in cfg:
+        cfg["scheduler"] = "fcfs"
+    d = Daemon(tmp_path, cfg, grace=0.5, clock=clock)
+    d.attach()
+    return d, clock
+
+
+def register(d: Daemon, n: int, host="elsewhere", pid=None) -> bytes:
+    ident = b"n%d" % n
+    d.handle([ident, P.encode("register", node=n, pid=pid if pid is not None else 100 + n, host=host)])
+    d.kernel.run_once(0)
+    return ident
+
+
+def sent(d: Daemon, type_: str) -> list:
+    out = [(i, P.decode(f, max_size=P.MAX_REPLY)) for i, f in d.wire if not isinstance(i, bytes) or i[:1] == b"n"]
+    return [(i, m) for i, m in out if m["type"] == type_]
+
+
+def heartbeating(d: Daemon, nodes) -> None:
+    """Fake nodes that send a heartbeat every 0.1 s of the fake clock."""
+    for n in nodes:
+        ident, frame = b"n%d" % n, d.nodes[n].hb
+        d.kernel.every(0.1, lambda ident=ident, frame=frame: d.handle([ident, frame]))
+
+
+def test_waves_reach_every_node_each_interval_and_a_silent_one_is_purged(tmp_path):
+    d, clock = daemon(tmp_path)
+    try:
+        t_start = time.monotonic()
+        for n in range(4):
+            register(d, n)
+        assert not d.down
+        heartbeating(d, [0, 1, 2])  # node 3 falls silent
+        d.wire.clear()
+        d.kernel.run(until=T0 + d.hb)  # one interval: each silent-to-us node was heartbeaten once
+        assert sorted(i for i, _ in sent(d, "heartbeat")) == [b"n0", b"n1", b"n2", b"n3"]
+        d.kernel.run(until=T0 + d.expiry - 0.01)
+        assert 3 not in d.down
+        d.kernel.run(until=T0 + d.expiry + d.hb + 0.01)  # the next purge after the expiry
+        assert d.down == {3}
+        assert d.nodes[3].ident is None and d.nodes[0].ident is not None
+        d.kernel.run(until=T0 + 60)
+        assert d.down == {3}  # heartbeating nodes stay up for as long as they speak
+        assert time.monotonic() - t_start < 1.0  # a minute of the daemon's time
+    finally:
+        d.journal.close()
+
+
+def test_a_late_daemon_does_not_blame_its_nodes(tmp_path):
+    d, clock = daemon(tmp_path)
+    try:
+        for n in range(4):
+            register(d, n)
+        # the daemon's own handlers overran by two expiries (a long reply): the nodes' messages
+        # of that time are queued, not lost, so nobody is purged for the silence it caused
+        d.purge_after = clock.now() + d.expiry
+        heartbeating(d, range(4))
+        d.kernel.run(until=T0 + 5)
+        assert not d.down
+    finally:
+        d.journal.close()
+
+
+def test_watched_node_is_never_down_for_being_slow_and_down_at_once_when_it_dies(tmp_path):
+    d, clock = daemon(tmp_path)
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
+    try:
+        for n, p in enumerate(procs):
+            register(d, n, host=HOST, pid=p.pid)
+        if d.nodes[0].pidfd is None:
+            pytest.skip("no pidfd_open here: nodes are judged by heartbeats")
+        assert d.nodes_view()[0]["watched"]
+        # silent for ten expiries and more, alive: slow, not dead
+        d.kernel.run(until=T0 + 20 * d.expiry)
+        assert not d.down & {0, 1}
+        procs[1].kill()
+        procs[1].wait(10)
+        t = clock.now()
+        d.kernel.run_once(0)  # the pidfd is readable: no heartbeat interval needs to pass
+        assert 1 in d.down and clock.now() == t
+        assert d.nodes[1].pidfd is None
+        # a live process silent past HANG is taken for hung
+        d.kernel.run(until=T0 + HANG + d.hb * 2)
+        assert 0 in d.down
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(10)
+        d.journal.close()
+
+
+def test_policy_timer_ticks_at_its_time(tmp_path):
+    """A round-robin gang's slot timer: each slot switch happens at a multiple of the slot on
+    the fake clock, not earlier, not a heartbeat interval late."""
+    d, clock = daemon(tmp_path, gang="round-robin", params={"slot": 2.0})
+    try:
+        for n in range(4):
+            register(d, n)
+        heartbeating(d, range(4))
+        for _ in range(2):
+            d.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
+        ticks = []
+        orig = d._input
+
+        def spy(kind, *a, **kw):
+            t = orig(kind, *a, **kw)
+            if kind == "tick":
+                ticks.append(clock.now() - d.t0)
+            return t
+
+        d._input = spy
+        d.kernel.run(until=d.t0 + 9.0)
+        # the jobs came at model time 0; every slot of 2 units is ticked exactly at its end
+        assert ticks == pytest.approx([0.0, 2.0, 4.0, 6.0, 8.0], abs=1e-9)
+    finally:
+        d.journal.close()
+
