@@ -15,6 +15,7 @@ from emulator.live import config as configmod
 from emulator.live.config import DAEMON, NODE, POLICY, TUNABLE, Setting
 from emulator.live.daemon import _arguments as daemon_arguments
 from nodes.launcher import _arguments as launcher_arguments
+from scheduler.stack import DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE, DEFAULT_TOPOLOGY
 
 LAUNCH = ["--connect", "ipc:///nowhere", "--nodes", "4"]
 
@@ -43,8 +44,6 @@ def test_the_journal_keeps_the_policy_and_tunable_settings():
 
 
 def test_defaults_are_the_policy_stacks():
-    from scheduler.stack import DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE, DEFAULT_TOPOLOGY
-
     by = configmod.SCHEMA.by_name
     assert (by["topology"].default, by["allocator"].default, by["scheduler"].shown) \
         == (DEFAULT_TOPOLOGY, DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE["live"])

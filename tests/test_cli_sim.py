@@ -1,12 +1,15 @@
 """`mcemu simulate` and `mcemu policies` as a user runs them: real subprocesses."""
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from emulator.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 NASA = REPO.parent / "shared" / "traces" / "NASA-iPSC-1993-3.1-cln.swf.gz"
@@ -86,8 +89,6 @@ def test_nasa_log_replays_every_job_and_writes_swf(tmp_path):
 
 
 def _main(capsys, *args):
-    from emulator.cli import main
-
     rc = main(["simulate", *args])
     err = capsys.readouterr().err
     return rc, err
@@ -108,8 +109,6 @@ def test_refused_options_are_one_line_errors(capsys, args, match):
 
 
 def test_gang_none_is_a_plain_run_and_params_use_the_stack_parser(capsys):
-    from emulator.cli import main
-
     rc = main(["simulate", "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", "--gang", "none",
                "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -131,8 +130,6 @@ def test_write_swf_into_a_directory_is_refused_before_the_run(capsys, tmp_path):
 
 
 def test_a_truncated_gzip_trace_is_a_one_line_error(capsys, tmp_path):
-    import gzip
-
     full = gzip.compress("".join(f"{i} {i} 0 10 4 -1 -1 4 -1 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
                                  for i in range(1, 300)).encode())
     cut = tmp_path / "cut.swf.gz"

@@ -25,20 +25,20 @@ looks processes up by name.
 """
 from __future__ import annotations
 
+import getpass
 import signal
 import sys
 import time
 
-from emulator.cli import UsageError, print_json
+from emulator.cli import UsageError, jobs, keys, print_json
 from emulator.cli._client import client_options, connect, ranges, table, use_key
 from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluster
 from emulator.jsonable import jsonable
 from emulator.live import config as configmod
 from emulator.live import home as homemod
 
-# lazy imports, measured: the client (zmq, msgpack) 50 ms, the policy stack 80 ms, rich 30 ms,
-# the workloads 140 ms at start-up of every mcemu command (each builds the whole parser, so
-# imports this module and emulator.cli.jobs; scripts and tests poll `mcemu nodes` / `queue`)
+# lazy imports, measured on top of `mcemu --help`'s (every mcemu command builds the whole parser,
+# so imports this module; scripts and tests poll `mcemu nodes` / `queue`): the node agent, the keys
 
 # lifecycle's and _client's names re-exported: the scripts, the tests and the monitor import them from here
 __all__ = ["add_commands", "cmd_up", "cmd_down", "cmd_nodes", "cmd_node",
@@ -101,7 +101,7 @@ def cmd_up(args) -> int:
 def _check_listen(home, listen: str, insecure: bool) -> None:
     """A tcp address needs the cluster's keys (CURVE), unless ``--insecure``, which is said
     out loud: then anyone who reaches the port is the cluster's admin."""
-    from emulator.live import keys as keysmod
+    from emulator.live import keys as keysmod  # lazy: 3 ms at start-up of every mcemu command
 
     host = listen[len("tcp://"):].rpartition(":")[0].strip("[]")
     loopback = host in ("localhost", "::1") or host.startswith("127.")
@@ -115,7 +115,7 @@ def _check_listen(home, listen: str, insecure: bool) -> None:
               f"submit, cancel and shut down as you", file=sys.stderr)
     else:
         print(f"mcemu up: WARNING: --insecure on {listen}, a non-loopback address: ANYONE WHO CAN REACH "
-              f"THIS PORT CAN RUN COMMANDS AS {__import__('getpass').getuser()!r} AND SHUT THE CLUSTER DOWN. "
+              f"THIS PORT CAN RUN COMMANDS AS {getpass.getuser()!r} AND SHUT THE CLUSTER DOWN. "
               f"Use `mcemu keys init` instead.", file=sys.stderr)
 
 
@@ -158,7 +158,7 @@ def cmd_nodes(args) -> int:
 
 
 def cmd_node(args) -> int:
-    from nodes import agent
+    from nodes import agent  # lazy: 24 ms at start-up of every mcemu command (measured)
 
     use_key(args)
     return agent.run_node(args.id, homemod.endpoint(args.connect), output_dir=args.output_dir,
@@ -176,8 +176,6 @@ def _add_up(sub) -> None:
 
 
 def add_commands(sub) -> None:
-    from emulator.cli import jobs, keys
-
     _add_up(sub)
 
     p = sub.add_parser("down", help="stop the cluster: every node, task and the daemon, by pid")

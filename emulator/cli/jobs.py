@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import sys
 import time
+from types import SimpleNamespace
 
 from emulator.cli import UsageError, print_json
 from emulator.cli._client import client_options, connect, ranges, table, use_key
 from emulator.cli.lifecycle import FINISHED
+from emulator.cli.net import pattern_job
 from emulator.live import home as homemod
 
-# lazy imports: the client, the workloads (140 ms) and emulator.cli.net inside the commands
-# (every mcemu command builds the whole parser, so imports this module)
+# lazy imports, measured on top of `mcemu --help`'s: the client, the workloads and the journal's
+# reader inside the commands (every mcemu command builds the whole parser, so imports this module)
 
 
 def _parse_request(args) -> dict:
@@ -38,9 +40,7 @@ def _parse_request(args) -> dict:
 
 
 def cmd_submit(args) -> int:
-    from emulator.live.client import DaemonError
-
-    from emulator.cli.net import pattern_job
+    from emulator.live.client import DaemonError  # lazy: the client (zmq, msgpack) 19 ms at every mcemu start-up
 
     request = _parse_request(args)
     with connect(args) as c:
@@ -88,7 +88,7 @@ def cmd_queue(args) -> int:
 
 
 def cmd_cancel(args) -> int:
-    from emulator.live.client import DaemonError
+    from emulator.live.client import DaemonError  # lazy: see cmd_submit
 
     with connect(args) as c:
         try:
@@ -105,7 +105,7 @@ def cmd_cancel(args) -> int:
 def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0, service_mean=None):
     """The synthetic workload to stream, from emulator.sim.workloads (the simulator's generators):
     a list of {"at": model time, "request", "runtime", "name"}."""
-    from emulator.sim import workloads
+    from emulator.sim import workloads  # lazy: 74 ms (numpy) at start-up of every mcemu command
 
     kw = {} if service_mean is None else {"service_mean": service_mean}
     jobs = workloads.generate(topology, load, size_dist or "uniform", service or "uniform", seed=seed,
@@ -140,10 +140,6 @@ def _pattern_tasks(args, jobs, client) -> list:
     """``workload --pattern``: every job runs the ready-made pattern task (emulator.cli.net
     ``pattern_job``), its run time set by its messages; all checked before the first submit
     (a pattern that does not fit a drawn shape is a one-line error, nothing is submitted)."""
-    from types import SimpleNamespace
-
-    from emulator.cli.net import pattern_job
-
     out = []
     for i, j in enumerate(jobs):
         a = SimpleNamespace(pattern=args.pattern, mtbs=args.mtbs, iterations=args.iterations, warmup=args.warmup,
@@ -162,8 +158,8 @@ def cmd_wait(args) -> int:
     """Block until the jobs finish; 0 when all completed, 1 when any failed or was cancelled,
     2 on a usage error (an unknown job, no cluster), 3 when ``--timeout`` passed first. The
     daemon may die and be restarted meanwhile (recovery): the wait goes on."""
-    from emulator.live.client import Client, ClientTimeout
-    from emulator.live.recovery import pending_meta
+    from emulator.live.client import Client, ClientTimeout  # lazy: see cmd_submit
+    from emulator.live.recovery import pending_meta  # lazy: the journal's reader, 5 ms
 
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")

@@ -16,6 +16,7 @@ from emulator.live import home as homemod
 
 
 def cmd_keys(args) -> int:
+    # lazy: the keys and their ZAP side (emulator.live.auth, zmq) 14 ms at start-up of every mcemu command
     from emulator.live import keys as keysmod
     from emulator.live.auth import LOCAL
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from emulator.cli import UsageError, print_json
+from emulator.cli._client import use_key
 from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluster
 from emulator.live import config as configmod
 from emulator.live import home as homemod
@@ -31,12 +32,10 @@ DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "
 
 
 def cmd_monitor(args) -> int:
-    # lazy: the monitor (Rich, ZeroMQ, the client) costs 105 ms at start-up of every mcemu
-    # command (this module is imported to build the parser)
+    # lazy: the monitor (Rich, ZeroMQ, the client, the kernel) costs 65 ms at start-up of every
+    # mcemu command (this module is imported to build the parser), measured
     from emulator.live.client import ClientError
     from emulator.monitor import app
-
-    from emulator.cli.cluster import use_key
 
     use_key(args)
     if not 0 < args.fps <= 60:
@@ -88,7 +87,7 @@ def demo_jobs(topology: str, load: float, seconds: float, time_unit: float, n_jo
               service_mean: float, seed: int, size_dist: str | None = None) -> list[dict]:
     """The demo's workload (emulator.sim.workloads): Poisson arrivals at ``load``; ``n_jobs`` of
     them, or those arriving within ``seconds``. A mesh gets rectangles of any shape."""
-    # lazy: the workloads (numpy, the scheduler package) cost 155 ms at start-up of every mcemu command
+    # lazy: the workloads (numpy, the scheduler package) cost 74 ms at start-up of every mcemu command
     from emulator.sim import workloads
     from scheduler.topology import parse_topology
 
@@ -214,7 +213,7 @@ def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: 
 
 
 def cmd_demo(args) -> int:
-    # lazy: Rich costs 30 ms and the client (ZeroMQ) 27 ms at start-up of every mcemu command
+    # lazy: Rich costs 14 ms and the client (ZeroMQ) 19 ms at start-up of every mcemu command
     from rich.console import Console
     from rich.table import Table
 

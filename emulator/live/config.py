@@ -43,8 +43,7 @@ configuration the daemon builds its policy from; ``params`` are ``--param KEY=VA
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 POLICY, TUNABLE, PROCESS = "policy", "tunable", "process"
 DAEMON, LAUNCHER, NODE, INTERCONNECT = "daemon", "launcher", "node", "interconnect"
@@ -58,9 +57,9 @@ FORMAT = 3
 _UNSET = object()
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One ``mcemu up`` setting (see the module docstring)."""
+class Setting(NamedTuple):
+    """One ``mcemu up`` setting (see the module docstring). A NamedTuple, not a dataclass:
+    dataclasses (with inspect) would cost every mcemu command 4 ms more at start-up."""
     name: str  # the configuration's key, start_cluster's keyword, the parsed attribute
     kind: str  # POLICY, TUNABLE or PROCESS
     to: tuple  # the processes given it: DAEMON, LAUNCHER, NODE, INTERCONNECT
@@ -74,7 +73,11 @@ class Setting:
     none: bool = False  # the word "none" asks for None
     check: Callable | None = None  # value -> value; ValueError when out of bounds
     journal: bool | None = None  # stored in the journal; None: when POLICY or TUNABLE
-    arg: dict = field(default_factory=dict)  # more of argparse's add_argument (action, choices, ...)
+    arg: dict | None = None  # more of argparse's add_argument (action, choices, ...)
+
+    @property
+    def action(self) -> str | None:
+        return (self.arg or {}).get("action")
 
     @property
     def stored(self) -> bool:
@@ -208,13 +211,12 @@ class Schema:
         journal's value stands); the daemon's journal settings too (it resolves them); a
         process's others default to the setting's default."""
         for s in self.where(where):
-            kw = dict(s.arg)
+            kw = dict(s.arg or {})
             if s.type is not None:
                 kw["type"] = s.type
-            action = kw.get("action")
-            if action == "store_true":
+            if s.action == "store_true":
                 default = False
-            elif action == "append":
+            elif s.action == "append":
                 default = []
             elif where in COMMANDS or (where == DAEMON and s.stored):
                 default = None
@@ -237,12 +239,12 @@ class Schema:
         out: list[str] = []
         for s in self.where(where):
             v = values.get(s.name)
-            if v is None or v is False or (s.arg.get("action") == "append" and not v):
+            if v is None or v is False or (s.action == "append" and not v):
                 continue
             flag = s.flag_for(where)
-            if s.arg.get("action") == "store_true":
+            if s.action == "store_true":
                 out.append(flag)
-            elif s.arg.get("action") == "append":
+            elif s.action == "append":
                 out += [a for x in v for a in (flag, str(x))]
             else:
                 out += [flag, str(v)]
