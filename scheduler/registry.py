@@ -19,6 +19,7 @@ OfficeManager subclass, or any object with an ``mcemu_kind`` attribute naming th
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Iterable
 
 GROUP = "mcemu.policies"
@@ -55,7 +56,7 @@ def load_plugins() -> None:
         return
     _plugins["state"] = "loading"
     try:
-        from importlib.metadata import entry_points
+        from importlib.metadata import entry_points  # 9 ms; only a process that looks a policy up pays it
 
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
             _load_one(ep)
@@ -76,8 +77,6 @@ def _origin(ep) -> str:
 
 
 def _load_one(ep) -> None:
-    import inspect
-
     try:
         obj = ep.load()
     except DuplicatePolicy as e:
@@ -107,21 +106,23 @@ def _registry_for(obj):
         return found
     if not isinstance(obj, type):
         return None
-    # lazy: these packages import this module
-    from scheduler import allocators, disciplines, gang
-
-    for base, reg in ((disciplines.Discipline, disciplines.REGISTRY), (allocators.Allocator, allocators.REGISTRY),
-                      (gang.OfficeManager, gang.REGISTRY)):
-        if issubclass(obj, base):
+    # a subclass of a kind's base class was defined by importing that kind's package, which
+    # made its registry: so the registries made so far are all there is to look in
+    for reg in Registry.instances.values():
+        if reg.base is not None and issubclass(obj, reg.base):
             return reg
     return None
 
 
 class Registry:
+    """The factories of one kind, by name. ``base``: the class every policy of the kind derives
+    from (Discipline, Allocator, OfficeManager), by which a plugin's class finds its registry;
+    the package of the kind declares it, so this module imports none of them."""
+
     instances: dict[str, "Registry"] = {}  # kind -> the registry of that kind (plugins' mcemu_kind)
 
-    def __init__(self, kind: str):
-        self.kind = kind
+    def __init__(self, kind: str, base: type | None = None):
+        self.kind, self.base = kind, base
         Registry.instances.setdefault(kind, self)
         self._factories: dict[str, Callable[..., Any]] = {}
         self._docs: dict[str, str] = {}

@@ -6,6 +6,7 @@ processes (real importlib.metadata discovery, as after ``pip install``); and onc
 ``pip install`` of the README's example project."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -14,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import registry
+from scheduler import allocators, disciplines, gang, registry
+from scheduler.allocators.buddy import Buddy
+from scheduler.disciplines.fcfs import FCFS
+from scheduler.gang.multilevel import Multilevel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -100,8 +104,6 @@ def test_a_bad_plugin_is_a_one_line_error(tmp_path, entry, words):
 def test_plugins_load_in_process_once_and_refuse_duplicates(tmp_path, monkeypatch):
     """importlib.metadata in this process: registered at the first lookup, and a plugin taking a
     name of the papers is refused, naming the plugin."""
-    from scheduler import disciplines
-
     site = make_plugin(tmp_path / "site", "toy-fcfs-2 = mcemu_toy_plugin:ToyFCFS\n", name="mcemu-toy-two")
     monkeypatch.syspath_prepend(str(site))
     registry.reset_plugins()
@@ -118,6 +120,18 @@ def test_plugins_load_in_process_once_and_refuse_duplicates(tmp_path, monkeypatc
     assert disciplines.REGISTRY.get("fcfs").__name__ == "FCFS"  # the paper's policy stays
     monkeypatch.undo()
     registry.reset_plugins()
+
+
+def test_a_class_finds_the_registry_of_its_kind_and_the_registry_imports_no_policy_package():
+    """No import cycle: scheduler.registry imports none of the packages that import it; each
+    package declares its kind's base class, by which a plugin's class finds its registry."""
+    tree = ast.parse((REPO / "scheduler" / "registry.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and m.startswith("scheduler")}, imported
+    for cls, reg in ((FCFS, disciplines.REGISTRY), (Buddy, allocators.REGISTRY), (Multilevel, gang.REGISTRY)):
+        assert registry._registry_for(type("Mine", (cls,), {})) is reg
+    assert registry._registry_for(type("Other", (), {})) is None
 
 
 README_PLUGIN = '''\

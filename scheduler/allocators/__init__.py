@@ -15,7 +15,7 @@ from scheduler.registry import Registry, UnknownPolicy
 from scheduler.topology import Topology, TopologyError, parse_topology
 from scheduler.allocators.base import Allocation, AllocationError, Allocator
 
-REGISTRY = Registry("allocator")
+REGISTRY = Registry("allocator", base=Allocator)
 
 
 def register(name: str):

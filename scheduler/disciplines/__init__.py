@@ -14,7 +14,7 @@ import pkgutil
 from scheduler.registry import Registry, UnknownPolicy
 from scheduler.disciplines.base import Discipline, DisciplineError
 
-REGISTRY = Registry("discipline")
+REGISTRY = Registry("discipline", base=Discipline)
 
 
 def register(name: str):

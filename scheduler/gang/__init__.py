@@ -39,7 +39,7 @@ from scheduler.registry import Registry, UnknownPolicy
 from scheduler.decisions import Finish, SlotSwitch, Start
 from scheduler.gang.office import GangError, GangJob, OfficeError, OfficeManager, RegistrationOffice
 
-REGISTRY = Registry("gang policy")
+REGISTRY = Registry("gang policy", base=OfficeManager)
 
 
 def register(name: str):
