@@ -3,6 +3,7 @@ policy's timer, the work-model hooks, and that every virtual-time driver runs on
 schedule is worked out by hand in the comments."""
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,9 +11,10 @@ from types import SimpleNamespace
 import pytest
 
 from emulator.sim import engine as engine_mod
-from emulator.sim.engine import ARRIVE, DEPART, LAST, MODEL, REJECT, TIMER, Engine
+from emulator.sim.engine import ARRIVE, DEPART, LAST, MODEL, REJECT, TIMER, Engine, FixedRuntime
 from scheduler.decisions import Start
 from scheduler.jobs import Job
+from scheduler.timer import next_timer
 from scheduler.topology import Request, RequestError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,6 +157,58 @@ def test_timers_false_never_ticks_and_a_plain_discipline_is_not_asked():
     assert Engine(FCFS(a.topology, a)).timers is False  # next_wakeup not overridden: never called
 
 
+class Advancing(FixedRuntime):
+    """The plain work model with an ``advance`` hook: the engine runs it in ``_loop``, not in
+    ``_loop_plain``; the events are the same."""
+
+    def advance(self, t):
+        return 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_both_loops_apply_the_timer_rule_of_scheduler_timer(seed):
+    """After every event each loop's pending timer is ``next_timer`` of the policy's answer
+    (None, past, now, soon, the same again: drawn), the timer before (None after a tick) and
+    the last tick; both loops take the same events."""
+    rng = random.Random(seed)
+    jobs = sorted((J(i, float(rng.randrange(0, 40)), float(rng.choice([1, 2, 5]))) for i in range(25)),
+                  key=lambda j: j.submit)
+    logs = []
+    for model in (None, Advancing()):
+        pick = random.Random(seed + 100)
+        asked: list = []
+
+        def plan(log):
+            t = log[-1][-1]  # the time of the event just taken
+            w = pick.choice([None, t - 1.0, t, t, t + 0.5, t + 3.0, asked[-1] if asked else None])
+            asked.append(w)
+            return w
+
+        p = Script(plan)
+        e = Engine(p, jobs, model=model)
+        assert e.timers
+        while True:
+            before, n = e.timer, len(p.log)
+            if not e.step():
+                break
+            ticked = p.log[n][0] == "tick"
+            assert e.last_tick == (e.now if ticked else e.last_tick)
+            assert e.timer == next_timer(asked[-1], e.now, None if ticked else before, e.last_tick), p.log[n]
+        assert sum(1 for x in p.log if x[0] == "tick") > 3
+        logs.append(p.log)
+    assert logs[0] == logs[1]
+
+
+def test_the_timer_rule_case_by_case():
+    assert next_timer(None, 5.0, 7.0, None) is None  # withdrawn
+    assert next_timer(3.0, 5.0, None, None) == 5.0  # a past wake-up counts as now
+    assert next_timer(5.0, 5.0, None, 4.0) == 5.0  # now, no tick at now yet: taken
+    assert next_timer(5.0, 5.0, 9.0, 5.0) == 9.0  # now, a tick at now already: the pending one stays
+    assert next_timer(4.0, 5.0, None, 5.0) is None  # past, a tick at now already: nothing new
+    assert next_timer(8.0, 5.0, 9.0, 5.0) == 8.0  # later: supersedes
+    assert next_timer(9.0, 5.0, 9.0, None) == 9.0
+
+
 # --------------------------------------------------------------------------- driving
 
 
@@ -271,10 +325,11 @@ def test_the_engine_holds_the_only_heap_loop():
                 continue
             if re.search(r"^\s*(import heapq|from heapq import)", path.read_text(), re.M):
                 hits.append(str(path.relative_to(REPO)))
-    # the live interconnect orders the deliveries the wormhole model has already decided by
-    # their wall-clock release time: a release queue of a real-time driver, not an event loop
-    # of its own (it makes no decision; scheduler/network/wormhole.py does)
-    assert sorted(hits) == ["emulator/live/interconnect.py", "emulator/sim/engine.py"]
+    # the live kernel's timers (call_at, every) and the interconnect's deliveries, which the
+    # wormhole model has already decided, in wall-clock order: the queues of real-time
+    # drivers, not event loops of their own (they make no policy decision)
+    assert "emulator/sim/engine.py" in hits
+    assert set(hits) <= {"emulator/live/interconnect.py", "emulator/live/kernel.py", "emulator/sim/engine.py"}
     assert engine_mod.heappush and engine_mod.heappop
 
 

@@ -16,11 +16,10 @@ hands the decisions to the work model, then calls the observers.
   ``timer_rank`` among same-time heap events: ``TIMER`` (1) puts it after the departures
   (0) and before the arrivals (2), the plain simulator's order; ``LAST`` after both, the
   gang simulator's (completions, arrivals, then the slot timer). After every event the
-  engine asks ``next_wakeup()`` afresh: a time before now counts as now; a wake-up equal to
-  now is taken unless a tick at that same instant already happened; None withdraws the
-  timer. A superseded timer leaves nothing behind and is not an event. A wake-up not taken
-  (at or before an instant that already had its tick) leaves the pending timer as it was:
-  the simulator before the engine did the same, and the seeded numbers depend on it.
+  engine asks ``next_wakeup()`` afresh and applies the timer rule of
+  :func:`scheduler.timer.next_timer` (shared with the live daemon): a time before now
+  counts as now; a wake-up equal to now is taken unless a tick at that same instant already
+  happened; None withdraws the timer. A superseded timer is not an event.
 * With nothing else pending, the timer is taken only while jobs are in the system (else it
   would stretch a run to completion past its last job), unless ``idle_timer`` (the gang
   simulator: the slot switch after the last departure is counted).
@@ -56,6 +55,7 @@ from contextlib import contextmanager
 from heapq import heappop, heappush
 from itertools import count
 
+from scheduler.timer import next_timer
 from scheduler.topology import RequestError
 
 # Event kinds; for heap events also their rank at equal times.
@@ -157,6 +157,33 @@ def _observer(observers, once=False):
     return observe
 
 
+def _next_event(heap, pending, timer_at, trank, in_system, idle) -> tuple:
+    """``(time, kind, top)`` of the engine's next own event: the heap's first, or the job
+    stream's next arrival if it comes first (``top`` is then ``pending``), or the policy's
+    timer at its rank (``top`` is then the event it comes before); ``(inf, None, None)`` when
+    nothing is due (the timer waits for jobs in the system unless ``idle``)."""
+    if heap:
+        top = heap[0]  # floats compared first, then kind and seq: the heap's own order
+        if pending is not None and (pending[0] < top[0] or (pending[0] == top[0] and pending < top)):
+            top = pending
+    else:
+        top = pending
+    if top is not None:
+        t = top[0]
+        if timer_at is not None and (timer_at < t or (timer_at == t and top[1] > trank)):
+            return timer_at, TIMER, top
+        return t, top[1], top
+    if timer_at is not None and (in_system or idle):
+        return timer_at, TIMER, None
+    return math.inf, None, None
+
+
+def _pull(jobs, seq):
+    """The job stream's next arrival as an event tuple (None: the stream is done)."""
+    job = next(jobs, None)
+    return None if job is None else (job.submit, ARRIVE, next(seq), job)
+
+
 class Engine:
     """Drive ``policy`` with ``jobs`` (in submit order) and a work ``model`` (default
     :class:`FixedRuntime`; a model has ``bind(engine)``, ``apply(decisions, t)`` and may have
@@ -191,8 +218,7 @@ class Engine:
         self._stale = True  # events since the model's timer was asked for
         # the next arrival of the job stream, beside the heap as an event tuple (no heap
         # operation per arrival); taken in the same order as if it were on the heap
-        job = next(self._jobs, None)
-        self._pending = None if job is None else (job.submit, ARRIVE, next(self._seq), job)
+        self._pending = _pull(self._jobs, self._seq)
 
     def schedule(self, time: float, kind: int, item) -> None:
         """Put an event on the heap: ``ARRIVE`` (item: a Job) or ``DEPART`` (item: its Start)."""
@@ -221,6 +247,8 @@ class Engine:
                 _observer(self.observers, once), self.on_reject, self.timer_rank, self.idle_timer)
 
     def _loop(self, stop_at: float, once: bool) -> None:
+        """Take events up to ``stop_at`` (one, ``once``) with a work model that has a timer of its
+        own or an ``advance`` hook; the plain model's case is :meth:`_loop_plain`."""
         hooks = self._hooks(once)
         (arrive, depart, tick, next_wakeup, apply, advance, model_next, ahead, fixed, observe, reject, trank,
          idle) = hooks
@@ -231,20 +259,7 @@ class Engine:
         timer_at, last_tick, model_at, stale = self.timer, self.last_tick, self.model_at, self._stale
         try:
             while True:
-                if heap:
-                    top = heap[0]  # or the stream's next arrival if it comes first (floats compared first)
-                    if pending is not None and (pending[0] < top[0] or (pending[0] == top[0] and pending < top)):
-                        top = pending
-                else:
-                    top = pending
-                if top is not None:
-                    t, kind = top[0], top[1]
-                    if timer_at is not None and (timer_at < t or (timer_at == t and kind > trank)):
-                        t, kind = timer_at, TIMER
-                elif timer_at is not None and (in_system or idle):
-                    t, kind = timer_at, TIMER
-                else:
-                    t = math.inf  # nothing, unless the work model's timer comes
+                t, kind, top = _next_event(heap, pending, timer_at, trank, in_system, idle)
                 if model_next is not None:  # the model's timer: asked once per instant, after its last event
                     if stale and t > now:
                         model_at = model_next(now, t if t < stop_at else stop_at) if ahead else model_next(now)
@@ -260,8 +275,7 @@ class Engine:
                 events += 1
                 if kind == ARRIVE:
                     if top is pending:
-                        item, job = pending[3], next(jobs, None)  # pull the stream's next job
-                        pending = None if job is None else (job.submit, ARRIVE, next(seq), job)
+                        item, pending = pending[3], _pull(jobs, seq)
                     else:
                         item = heappop(heap)[3]
                     try:
@@ -290,12 +304,8 @@ class Engine:
                     else:
                         apply(decisions, t)
                 stop = observe(t, kind, item, decisions) if observe is not None else False
-                if next_wakeup is not None:  # the timer rule (module docstring)
-                    w = next_wakeup()
-                    if w is None:
-                        timer_at = None  # withdrawn: the daemon would not tick either
-                    elif w != timer_at and not (w <= t and last_tick == t):
-                        timer_at = w if w > t else t  # a time before now counts as now
+                if next_wakeup is not None:
+                    timer_at = next_timer(next_wakeup(), t, timer_at, last_tick)
                 stale = True
                 if stop:
                     break
@@ -308,7 +318,13 @@ class Engine:
         the plain simulator's case: the same events in the same order, without the tests for
         what that model does not have (issue 18). A lone observer that never stops a run and
         has ``batch`` hooks (the metrics: ``(note, flush)``) has each event noted, without a
-        call of its own, and folded in every 64 events."""
+        call of its own, and folded in every 64 events.
+
+        Here the next event's choice (:func:`_next_event`), the stream's pull (:func:`_pull`) and
+        the timer rule (:func:`scheduler.timer.next_timer`) are written out, not called: the
+        three calls per event cost the plain simulator 3-5% (bench_sim, with the threshold
+        checked at releases and at every event). tests/test_engine.py checks both loops
+        against those definitions."""
         (arrive, depart, tick, next_wakeup, _, _, _, _, _, observe, reject, trank, idle) = hooks
         batch = getattr(self.observers[0], "batch", None) if len(self.observers) == 1 and not once else None
         note, flush = batch if batch is not None else (None, None)
@@ -317,7 +333,7 @@ class Engine:
         timer_at, last_tick = self.timer, self.last_tick
         try:
             while True:
-                if heap:
+                if heap:  # _next_event(heap, pending, timer_at, trank, in_system, idle)
                     top = heap[0]  # or the stream's next arrival if it comes first (floats compared first)
                     if pending is not None and (pending[0] < top[0] or (pending[0] == top[0] and pending < top)):
                         top = pending
@@ -341,7 +357,7 @@ class Engine:
                     in_system -= 1
                 elif kind == ARRIVE:
                     if top is pending:
-                        item, job = pending[3], next(jobs, None)  # pull the stream's next job
+                        item, job = pending[3], next(jobs, None)  # _pull(jobs, seq)
                         pending = None if job is None else (job.submit, ARRIVE, next(seq), job)
                     else:
                         item = heappop(heap)[3]
@@ -367,7 +383,7 @@ class Engine:
                     stop = False
                 else:
                     stop = observe(t, kind, item, decisions) if observe is not None else False
-                if next_wakeup is not None:  # the timer rule (module docstring)
+                if next_wakeup is not None:  # next_timer(next_wakeup(), t, timer_at, last_tick)
                     w = next_wakeup()
                     if w is None:
                         timer_at = None
