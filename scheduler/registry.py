@@ -19,7 +19,7 @@ OfficeManager subclass, or any object with an ``mcemu_kind`` attribute naming th
 """
 from __future__ import annotations
 
-import inspect
+from types import ModuleType
 from typing import Any, Callable, Iterable
 
 GROUP = "mcemu.policies"
@@ -83,7 +83,7 @@ def _load_one(ep) -> None:
         raise PluginError(f"{_origin(ep)}: {e}; rename the plugin's policy") from None
     except Exception as e:  # noqa: BLE001 - whatever a third-party import raises, said in one line
         raise PluginError(f"{_origin(ep)} fails to load: {type(e).__name__}: {e}") from None
-    if inspect.ismodule(obj):
+    if isinstance(obj, ModuleType):
         return  # the module registered its policies when imported
     registry = _registry_for(obj)
     if registry is None:
