@@ -39,19 +39,20 @@ messages and the task table), :mod:`nodes.spawn` (starting a task cold), :mod:`n
 (the pre-started warm child, which a ``run`` hands out), :mod:`nodes.sched` (scheduling
 policy, PR_SET_PDEATHSIG). This module keeps the socket and the loop.
 
-Child exits wake the poll loop through a SIGCHLD wakeup pipe, so a task's end is reported
-within milliseconds (the live-vs-simulator agreement depends on it).
+The loop is the live kernel's (emulator.live.kernel): the socket is a reader, SIGCHLD, SIGTERM
+and SIGINT come through its wake-up pipe (a task's end is reported within milliseconds: the
+live-vs-simulator agreement depends on it), and the timers (heartbeat, the daemon's liveness,
+tasks' dispatched time, the warm child, reports, reconnection, the parent check) are one
+deadline (:meth:`Agent._due`) looked at after every turn (:meth:`Agent._after`).
 """
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import signal
 import socket
 import sys
-import time
 from collections import deque
 
 import zmq
@@ -60,6 +61,7 @@ from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import keys as keysmod
 from emulator.live import protocol as P
+from emulator.live.kernel import Kernel
 from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as before the split
     PR_SET_PDEATHSIG, SCHED_IDLE, may_leave_idle, set_batch, set_pdeathsig, set_rt_priority,
 )
@@ -68,7 +70,8 @@ from nodes.tasks import REPORT_DELAY, Task, TaskControl  # noqa: F401
 from nodes.warm import WARM_DELAY, WARM_FIRST, WARM_MAX_SCRIPT, WarmChild  # noqa: F401
 
 HEARTBEAT_IN = P.heartbeat_frame()  # an equal frame needs no decoding (five a second when idle)
-_POLLIN, _NOBLOCK = int(zmq.POLLIN), int(zmq.NOBLOCK)
+_NOBLOCK = int(zmq.NOBLOCK)
+QUICK = frozenset({"run", "ack"})  # messages that move only the timers their handler reports
 # A node answers each daemon heartbeat (any message) in the same wake-up, so its heartbeats
 # follow the daemon's waves; its own timer only fires after OWN_HEARTBEAT intervals without
 # sending (a silent daemon). At one interval it fired just before a wave the daemon held back
@@ -82,8 +85,11 @@ PARENT_CHECK = 5.0
 class Agent(TaskControl, Spawner, WarmChild):
     def __init__(self, node: int, endpoint: str, heartbeat: float = 0.2, liveness: int = 3,
                  max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None,
-                 rt_priority: int | None = None, sched: str = "batch", key: str | None = None):
+                 rt_priority: int | None = None, sched: str = "batch", key: str | None = None, clock=None):
         self.node, self.endpoint = node, endpoint
+        self.kernel = Kernel(clock)
+        self.clock = self.kernel.now
+        self.sock = None
         # a node joining over tcp authenticates with a node credential (emulator.live.keys),
         # read now: a bad file is an error before anything starts
         path = auth.key_for(endpoint, key)
@@ -130,9 +136,14 @@ class Agent(TaskControl, Spawner, WarmChild):
             auth.use_credential(s, self.credential)
         s.connect(self.endpoint)
         self.sock = s
+        self.kernel.add_reader(s, self._on_socket)
         self.registered = False
         self._register()
-        self.last_recv = time.monotonic()
+        self.last_recv = self.clock()
+
+    def _close(self, linger: int = 0):
+        self.kernel.remove_reader(self.sock)
+        self.sock.close(linger=linger)
 
     def _register(self):
         self._send("register", node=self.node, pid=self.pid, host=self.host,
@@ -148,28 +159,25 @@ class Agent(TaskControl, Spawner, WarmChild):
             self.sock.send(frame, flags=_NOBLOCK)
         except zmq.ZMQError:
             pass  # queue full or no peer: liveness takes over
-        self.last_send = time.monotonic()
+        self.last_send = self.clock()
 
     # ------------------------------------------------------------------ loop
 
     def run(self) -> int:
-        rfd = self._setup()
+        self._setup()
         try:
-            self._loop(rfd)
+            self.kernel.run()
         finally:
             self._teardown()
         return 0
 
-    def _setup(self) -> int:
-        """Signals through a wake-up pipe, the scheduling policy, the ZeroMQ context and the first
-        registration; returns the read end of the wake-up pipe."""
-        rfd, wfd = os.pipe()
-        os.set_blocking(rfd, False)
-        os.set_blocking(wfd, False)
-        signal.set_wakeup_fd(wfd)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, self._on_term)
-        signal.signal(signal.SIGINT, self._on_term)
+    def _setup(self) -> None:
+        """Signals, the scheduling policy, the ZeroMQ context, the first registration, the
+        kernel's deadline and end-of-turn work."""
+        k = self.kernel
+        k.on_signal(signal.SIGCHLD, self._on_child)
+        k.on_signal(signal.SIGTERM, self._on_term)
+        k.on_signal(signal.SIGINT, self._on_term)
         if self.rt_priority:
             # before the ZeroMQ context: its I/O thread inherits the policy
             why = set_rt_priority(self.rt_priority)
@@ -189,83 +197,77 @@ class Agent(TaskControl, Spawner, WarmChild):
         self.backoff = self.hb
         self.reconnect_at = None
         self.next_check = 0.0
-        return rfd
+        self.tend = True
+        self.hb_frame = P.heartbeat_frame(self.node)
+        self.handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
+                         "suspend": lambda m: self._signal(m, signal.SIGSTOP),
+                         "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch,
+                         "welcome": self.on_welcome, "ack": self.on_ack, "shutdown": self.on_shutdown,
+                         "error": self.on_error}
+        k.add_deadline(self._due)
+        k.after_turn(self._after)
 
-    def _loop(self, rfd: int) -> None:
-        """Until shutdown: the timers (:meth:`_tend`), then the messages until a signal, a timer,
-        or a message other than run/ack (they need the timers looked at again)."""
-        hb_frame = P.heartbeat_frame(self.node)
-        own_hb, half_hb = self.hb * OWN_HEARTBEAT, self.hb / 2
-        handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
-                    "suspend": lambda m: self._signal(m, signal.SIGSTOP),
-                    "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch,
-                    "welcome": self.on_welcome, "ack": self.on_ack, "shutdown": self.on_shutdown,
-                    "error": self.on_error}
-        # a ``run`` or an ``ack`` only moves the timers the handler itself reports (on_run);
-        # after any other message the timers are looked at again
-        quick = frozenset({"run", "ack"})
-        poll, mono, decode = zmq.zmq_poll, time.monotonic, P.decode
-        to_node, max_wire = P.TO_NODE_TYPES, P.MAX_WIRE
+    def _due(self) -> float:
+        """The next time the loop must look at its timers: the task and agent timers
+        (``wake_at``, kept by :meth:`_tend`), the own heartbeat and the daemon's liveness."""
+        if self.tend:
+            return self.clock()
+        if self.reconnect_at is not None:
+            return self.wake_at
+        return min(self.wake_at, self.last_send + self.hb * OWN_HEARTBEAT, self.last_recv + self.hb * self.liveness)
+
+    def _on_socket(self) -> None:
+        """The hot path (a 64-node job wakes 64 agents on two cores, each from cold caches,
+        ~150 us of CPU per wake-up): ``run``s, ``ack``s and heartbeats are handled here; any
+        other message has the timers looked at again (``tend``)."""
+        sock, decode, handlers = self.sock, P.decode, self.handlers
         while not self.stopping:
-            wake = self._tend(rfd)
-            if wake is None:
+            try:
+                frame = sock.recv(_NOBLOCK)
+            except zmq.Again:
                 break
-            if self.reconnect_at is not None:
-                poll([(rfd, _POLLIN)], max(0, math.ceil((wake - mono()) * 1000)))
-                continue
-            # ---- messages, until a signal or a timer: the hot path (a 64-node job wakes 64
-            # agents on two cores, each from cold caches, ~150 us of CPU per wake-up), so the
-            # ``run``s and heartbeats are handled here without a call to _tend
-            sock = self.sock
-            items = [(sock, _POLLIN), (rfd, _POLLIN)]
-            expiry = self.hb * self.liveness
-            while True:
-                now = mono()
-                until = min(self.wake_at, self.last_send + own_hb, self.last_recv + expiry)
-                if until <= now:
-                    if now >= self.wake_at or now - self.last_recv >= expiry:
-                        break
-                    self._send_frame(hb_frame)  # the daemon has been quiet: a heartbeat of our own
-                    continue
-                # rounded up: pyzmq would truncate, and a wait under 1 ms would spin
-                ready = poll(items, math.ceil((until - now) * 1000))
-                if not ready:
-                    continue  # a timer: looked at above
-                if len(ready) != 1 or ready[0][0] is not sock:
-                    break  # a signal (SIGCHLD: a task ended)
+            now = self.last_recv = self.clock()
+            if frame != HEARTBEAT_IN:
                 try:
-                    frame = sock.recv(_NOBLOCK)
-                except zmq.Again:
+                    m = decode(frame, max_size=P.MAX_WIRE, allowed=P.TO_NODE_TYPES)
+                except P.ProtocolError:
                     continue
-                now = self.last_recv = mono()
-                if frame != HEARTBEAT_IN:
-                    try:
-                        m = decode(frame, max_size=max_wire, allowed=to_node)
-                    except P.ProtocolError:
-                        continue
-                    t = m["type"]
-                    h = handlers.get(t)
-                    if h is not None:
-                        h(m)
-                    if self.stopping or t not in quick:
-                        break
-                if now - self.last_send >= half_hb:
-                    # answering in the same wake-up as the daemon's heartbeat halves the
-                    # wake-ups of an idle node (1024 of them share two cores)
-                    self._send_frame(hb_frame)
+                t = m["type"]
+                h = handlers.get(t)
+                if h is not None:
+                    h(m)
+                if t not in QUICK:
+                    self.tend = True
+                if self.sock is not sock:
+                    break
+            if now - self.last_send >= self.hb / 2:
+                # answering in the same wake-up as the daemon's heartbeat halves the
+                # wake-ups of an idle node (1024 of them share two cores)
+                self._send_frame(self.hb_frame)
 
-    def _tend(self, rfd: int) -> float | None:
-        """Signals, the task and warm-child timers, reconnection: after a signal, a timer, or a
-        message other than run/ack; not on the wake-ups of ``run``s and heartbeats (the hot
-        path, :meth:`_loop`). Returns when the loop must look at the timers again (monotonic
-        time, also set as ``wake_at``), or None to stop."""
-        try:
-            while os.read(rfd, 512):
-                pass
-        except BlockingIOError:
-            pass
-        mono = time.monotonic
-        now = mono()
+    def _on_child(self) -> None:
+        self.tend = True  # a task ended: reaped by _tend
+
+    def _after(self) -> None:
+        if self.stopping:
+            self.kernel.stop()
+            return
+        now = self.clock()
+        if self.reconnect_at is None and now - self.last_send >= self.hb * OWN_HEARTBEAT:
+            self._send_frame(self.hb_frame)  # the daemon has been quiet: a heartbeat of our own
+        if self.tend or now >= self.wake_at or (
+                self.reconnect_at is None and now - self.last_recv >= self.hb * self.liveness):
+            self.tend = False
+            if self._tend() is None:
+                self.stopping = True
+                self.kernel.stop()
+
+    def _tend(self) -> float | None:
+        """Signals' work, the task and warm-child timers, reconnection: after a signal, a timer,
+        or a message other than run/ack; not on the wake-ups of ``run``s and heartbeats (the hot
+        path, :meth:`_on_socket`). Returns when the loop must look at the timers again (also set
+        as ``wake_at``), or None to stop."""
+        now = self.clock()
         if now >= self.next_check:
             # the launcher's death is signalled (PR_SET_PDEATHSIG); this is the fallback
             self.next_check = now + PARENT_CHECK
@@ -282,9 +284,9 @@ class Agent(TaskControl, Spawner, WarmChild):
             self.reap()
             if self.report_at is not None and now >= self.report_at:
                 self.send_reports()
-            now = mono()
+            now = self.clock()
             if now - self.last_recv >= self.hb * self.liveness:
-                self.sock.close(linger=0)  # Paranoid Pirate: the daemon is gone
+                self._close()  # Paranoid Pirate: the daemon is gone
                 self.reconnect_at = now + self.backoff
                 self.backoff = min(self.backoff * 2, self.max_backoff)
         else:
@@ -292,8 +294,6 @@ class Agent(TaskControl, Spawner, WarmChild):
             if now >= self.reconnect_at:
                 self.reconnect_at = None
                 self._open()
-        # the timers of the heartbeats and of liveness move with every message, so the
-        # message loop keeps them itself: fixed here, one in two idle wake-ups was early
         wake = self.next_check
         if self.reconnect_at is not None:
             wake = min(wake, self.reconnect_at)
@@ -312,15 +312,16 @@ class Agent(TaskControl, Spawner, WarmChild):
         self.kill_all()
         if self.reconnect_at is None and self.registered:
             self._send("bye", node=self.node)
-            self.sock.close(linger=200)
+            self._close(linger=200)
         elif self.reconnect_at is None:
-            self.sock.close(linger=0)
+            self._close()
+        self.kernel.close()
         self.ctx.term()
 
     def on_welcome(self, m):
         self.registered, self.backoff = True, self.hb
         if self.warm is None and self.warm_at is None:
-            self.warm_at = time.monotonic() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
+            self.warm_at = self.clock() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
 
     def on_ack(self, m):
         self.unacked.pop((m["job"], m["attempt"]), None)

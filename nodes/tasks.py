@@ -82,7 +82,7 @@ class TaskControl:
             self._wake(self.warm_at)
             return
         budget = m["runtime_s"] if m.get("gang") and not m.get("command") else None
-        deadline = time.monotonic() + m["runtime_s"] if fd is not None and budget is None else None
+        deadline = self.clock() + m["runtime_s"] if fd is not None and budget is None else None
         t = Task(m["job"], m["attempt"], m["rank"], pid, budget, deadline, fd)
         if m.get("suspended"):
             try:
@@ -115,7 +115,7 @@ class TaskControl:
                     os.killpg(t.pid, sig)
                 except ProcessLookupError:
                     pass
-                now = time.monotonic()
+                now = self.clock()
                 if sig == signal.SIGSTOP:
                     t.stop(now)
                 elif sig == signal.SIGCONT:
@@ -124,7 +124,7 @@ class TaskControl:
     def on_switch(self, m):
         """A gang slot switch: keep in the outgoing jobs' tasks, then dispatch the incoming."""
         stop, run = set(m["stop"]), set(m["run"])
-        mono, killpg, tasks = time.monotonic, os.killpg, list(self.tasks.values())
+        mono, killpg, tasks = self.clock, os.killpg, list(self.tasks.values())
         t_first = t_stop = t_cont = None
         for t in tasks:
             if t.job in stop and not t.stopped:
@@ -162,7 +162,7 @@ class TaskControl:
 
     def expire(self):
         """End the agent-ended tasks whose dispatched time is used up."""
-        now = time.monotonic()
+        now = self.clock()
         for t in self.tasks.values():
             d = t.due()
             if d is not None and d <= now:
@@ -195,9 +195,9 @@ class TaskControl:
             self.tasks.pop(key, None)
             t.close()
             code = 0 if t.expired else os.waitstatus_to_exitcode(status)
-            t.stop(time.monotonic())
+            t.stop(self.clock())
             usage = {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
-                     "wall": time.monotonic() - t.started, "dispatched": t.dispatched}
+                     "wall": self.clock() - t.started, "dispatched": t.dispatched}
             rec = {"job": t.job, "attempt": t.attempt, "rank": t.rank, "status": max(-255, min(255, code)),
                    "usage": usage}
             self.unacked[key] = rec
@@ -212,8 +212,8 @@ class TaskControl:
             except ProcessLookupError:
                 pass
             t.close()
-        deadline = time.monotonic() + 5
-        while self.by_pid and time.monotonic() < deadline:
+        deadline = self.clock() + 5
+        while self.by_pid and self.clock() < deadline:
             try:
                 pid, _ = os.waitpid(-1, 0)
                 self.by_pid.pop(pid, None)

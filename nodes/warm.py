@@ -25,7 +25,6 @@ import os
 import random
 import shlex
 import signal
-import time
 
 from nodes.spawn import SETPRIV
 
@@ -53,7 +52,7 @@ class WarmChild:
                                  file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)], setsid=True)
         except OSError:
             os.close(w)
-            self.warm_at = time.monotonic() + WARM_FIRST[0]
+            self.warm_at = self.clock() + WARM_FIRST[0]
             return
         finally:
             os.close(r)
@@ -92,7 +91,7 @@ class WarmChild:
         if not m.get("command"):
             pid, w = self.warm
             self.warm = None
-            self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
+            self.warm_at = self.clock() + WARM_DELAY * (1 + random.random())
             if self.warm_policy is not None or self.reset_policy:
                 try:
                     os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -112,7 +111,7 @@ class WarmChild:
             return None
         pid, w = self.warm
         self.warm = None
-        self.warm_at = time.monotonic() + WARM_DELAY * (1 + random.random())
+        self.warm_at = self.clock() + WARM_DELAY * (1 + random.random())
         try:
             if self.warm_policy is not None or self.reset_policy:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -138,5 +137,5 @@ class WarmChild:
             return False
         os.close(self.warm[1])
         self.warm = None
-        self.warm_at = time.monotonic() + WARM_FIRST[0]
+        self.warm_at = self.clock() + WARM_FIRST[0]
         return True
