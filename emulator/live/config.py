@@ -120,8 +120,8 @@ def _dilation(d):
 
 _UP_DEMO = ("up", "demo")
 # In `mcemu up --help`'s order. The defaults of topology, allocator and scheduler are the
-# policy stack's (scheduler.stack.DEFAULT_*, which tests/test_params.py compares): not imported,
-# which would cost every mcemu command 50 ms (the stack imports every policy)
+# policy stack's (scheduler.stack.DEFAULT_*, which tests/test_cli_config.py compares): not imported,
+# which would cost every mcemu command 43 ms (the stack imports every policy), measured
 SETTINGS = (
     Setting("topology", POLICY, (DAEMON,), "hypercube:N or mesh:WxH (default {default})", default="hypercube:4",
             commands=_UP_DEMO),
@@ -260,7 +260,7 @@ class Schema:
         """The journal's settings a command line asks for (None: not asked), from any settings
         by name. ``params`` are ``KEY=VALUE`` strings; a bad one raises
         ``scheduler.stack.StackError`` (a ValueError)."""
-        from scheduler.stack import parse_params  # lazy: see SETTINGS (50 ms)
+        from scheduler.stack import parse_params  # lazy: see SETTINGS (43 ms)
 
         self.known(asked)
         params, mpl, gang = asked.get("params"), asked.get("mpl"), asked.get("gang")
