@@ -29,7 +29,7 @@ hands the decisions to the work model, then calls the observers.
   and has an ``advance(t)`` hook, called before the first event at a later time, that
   progresses the work, departs the jobs that are done and returns how many left.
 * A work model that works ahead of the clock (``works_ahead = True``: the network of jobs that
-  communicate, emulator.sim.comm) is asked ``next_event(now, horizon)``, where ``horizon`` is
+  communicate, emulator.sim.comm_work) is asked ``next_event(now, horizon)``, where ``horizon`` is
   the time of the engine's own next event (arrival, departure, the policy's timer; at most the
   ``run(until)`` limit): it may do its own work up to that time, not including it, since that
   event may change the work (a start adds traffic), and it must return a time no later than
@@ -320,11 +320,9 @@ class Engine:
         has ``batch`` hooks (the metrics: ``(note, flush)``) has each event noted, without a
         call of its own, and folded in every 64 events.
 
-        Here the next event's choice (:func:`_next_event`), the stream's pull (:func:`_pull`) and
-        the timer rule (:func:`scheduler.timer.next_timer`) are written out, not called: the
-        three calls per event cost the plain simulator 3-5% (bench_sim, with the threshold
-        checked at releases and at every event). tests/test_engine.py checks both loops
-        against those definitions."""
+        :func:`_next_event`, :func:`_pull` and :func:`scheduler.timer.next_timer` are written
+        out here, not called: the calls cost the plain simulator 3-5% (bench_sim, measured);
+        tests/test_engine.py checks both loops against those definitions."""
         (arrive, depart, tick, next_wakeup, _, _, _, _, _, observe, reject, trank, idle) = hooks
         batch = getattr(self.observers[0], "batch", None) if len(self.observers) == 1 and not once else None
         note, flush = batch if batch is not None else (None, None)

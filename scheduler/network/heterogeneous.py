@@ -190,7 +190,9 @@ def solve_multipath(
     max_iter: int = 10_000,
     max_period: int = 64,
 ) -> MultipathSolution:
-    """Divide and conquer over the stages (§5.4) for paths with MTBS ``mtbs`` (top first)."""
+    """Divide and conquer over the stages (§5.4) for paths with MTBS ``mtbs`` (top first):
+    iteration 0, then iterations until C(n) repeats (reading 14-16 and the stopping rule of
+    the module docstring)."""
     m = len(mtbs)
     if m < 1:
         raise ValueError("need at least one path")
@@ -198,76 +200,93 @@ def solve_multipath(
         raise ValueError(f"MTBS must be >= 0, got {list(mtbs)!r}")
     dtr = L * t_flit
     mt = [0.0] + [float(x) for x in mtbs]  # 1-based: mt[j] is mtbs_j
-
-    def sweep(D_prev, tau_prev, first: bool):
-        # D[i][j] for 0 <= i <= j <= m (entries with i > j unused); D[0][j] = Dtr.
-        D = [[0.0] * (m + 1) for _ in range(m + 1)]
-        tau = [[0.0] * (m + 1) for _ in range(m + 1)]
-        for j in range(1, m + 1):
-            D[0][j] = dtr
-        for i in range(1, m + 1):
-            # Step 1 (reading 14): tau of every path through S_i.
-            for j in range(i, m + 1):
-                if j == i or first:
-                    tau[i][j] = mt[j]
-                else:
-                    tau[i][j] = mt[j] + max(0.0, D_prev[j][j] - D_prev[i][j])
-            comp = list(range(i + 1, m + 1))  # starting competitors of P_i
-            if first or not comp:
-                lam = {}
-            else:
-                lam = {j: 1.0 / (tau_prev[i][j] + D_prev[i][j]) for j in comp}
-
-            def reduced(paths):
-                """(tau_Q, remaining delay of Q after S_i) for the merged ``paths``."""
-                ls = [lam[j] for j in paths]
-                d_q_here = _merge(ls, [D_prev[i][j] for j in paths])  # reading 15
-                tau_q = max(0.0, 1.0 / sum(ls) - d_q_here)
-                rd_q = _merge(ls, [D_prev[i - 1][j] for j in paths])  # §5.4.1-c, n-1
-                return tau_q, rd_q
-
-            rd_i = D[i - 1][i]  # reading 16: this iteration's value
-            # Starting contention of P_i at S_i (§5.4.1).
-            if first or not comp:
-                D[i][i] = rd_i
-            else:
-                tau_q, rd_q = reduced(comp)
-                D[i][i] = two_path(mt[i], tau_q, rd_i, rd_q, case4, ceiling)[0]
-            # Intermediate contention of each P_j (j > i) at S_i against P_i (§5.4.2).
-            for j in comp:
-                others = [k for k in comp if k != j]
-                if first or not others:
-                    rd_hat = rd_i
-                else:
-                    tau_q, rd_q = reduced(others)
-                    rd_hat = two_path(mt[i], tau_q, rd_i, rd_q, case4, ceiling)[0]
-                D[i][j] = two_path(mt[i], tau[i][j], rd_hat, D[i - 1][j], case4, ceiling)[1]
-        return D, tau
-
-    def contention(D):
-        return [D[i][j] - D[i - 1][j] for j in range(1, m + 1) for i in range(1, j + 1)]
-
-    D, tau = sweep(None, None, first=True)
-    history = [contention(D)]  # C(n) of the last max_period+1 iterations, oldest first
+    D, tau = _sweep(mt, dtr, None, None, True, case4, ceiling)
+    history = [_contention(D)]  # C(n) of the last max_period+1 iterations, oldest first
     period = 0
     for it in range(1, max_iter + 1):
-        D, tau = sweep(D, tau, first=False)
-        c_now = contention(D)
-        for p in range(1, min(len(history), max_period) + 1):
-            if max(abs(a - b) for a, b in zip(c_now, history[-p])) <= tol:
-                # A "cycle" whose states all agree is a damped oscillation still settling.
-                orbit = history[-p + 1 :] + [c_now] if p > 1 else [c_now]
-                if p == 1 or max(max(col) - min(col) for col in zip(*orbit)) > 100 * tol:
-                    period = p
-                break
+        D, tau = _sweep(mt, dtr, D, tau, False, case4, ceiling)
+        c_now = _contention(D)
+        period = _cycle_period(history, c_now, tol, max_period)
         history.append(c_now)
         del history[: -(max_period + 1)]
         if period:
             break
     else:
         raise NoConvergence(f"multipath {list(mtbs)}: C(n) not steady after {max_iter} iterations")
+    return _solution(mtbs, dtr, history[-period:], it, period)
 
-    orbit = history[-period:]  # one full cycle (a single state when period == 1)
+
+def _sweep(mt: list, dtr: float, D_prev, tau_prev, first: bool, case4: str, ceiling: bool):
+    """One iteration over the stages S_1 .. S_m (§5.4.1, §5.4.2): ``(D, tau)`` from the
+    previous iteration's (``first``: iteration 0, no starting contention)."""
+    m = len(mt) - 1
+    # D[i][j] for 0 <= i <= j <= m (entries with i > j unused); D[0][j] = Dtr.
+    D = [[0.0] * (m + 1) for _ in range(m + 1)]
+    tau = [[0.0] * (m + 1) for _ in range(m + 1)]
+    for j in range(1, m + 1):
+        D[0][j] = dtr
+    for i in range(1, m + 1):
+        # Step 1 (reading 14): tau of every path through S_i.
+        for j in range(i, m + 1):
+            if j == i or first:
+                tau[i][j] = mt[j]
+            else:
+                tau[i][j] = mt[j] + max(0.0, D_prev[j][j] - D_prev[i][j])
+        comp = list(range(i + 1, m + 1))  # starting competitors of P_i
+        if first or not comp:
+            lam = {}
+        else:
+            lam = {j: 1.0 / (tau_prev[i][j] + D_prev[i][j]) for j in comp}
+
+        def reduced(paths):
+            """(tau_Q, remaining delay of Q after S_i) for the merged ``paths``."""
+            ls = [lam[j] for j in paths]
+            d_q_here = _merge(ls, [D_prev[i][j] for j in paths])  # reading 15
+            tau_q = max(0.0, 1.0 / sum(ls) - d_q_here)
+            rd_q = _merge(ls, [D_prev[i - 1][j] for j in paths])  # §5.4.1-c, n-1
+            return tau_q, rd_q
+
+        rd_i = D[i - 1][i]  # reading 16: this iteration's value
+        # Starting contention of P_i at S_i (§5.4.1).
+        if first or not comp:
+            D[i][i] = rd_i
+        else:
+            tau_q, rd_q = reduced(comp)
+            D[i][i] = two_path(mt[i], tau_q, rd_i, rd_q, case4, ceiling)[0]
+        # Intermediate contention of each P_j (j > i) at S_i against P_i (§5.4.2).
+        for j in comp:
+            others = [k for k in comp if k != j]
+            if first or not others:
+                rd_hat = rd_i
+            else:
+                tau_q, rd_q = reduced(others)
+                rd_hat = two_path(mt[i], tau_q, rd_i, rd_q, case4, ceiling)[0]
+            D[i][j] = two_path(mt[i], tau[i][j], rd_hat, D[i - 1][j], case4, ceiling)[1]
+    return D, tau
+
+
+def _contention(D) -> list:
+    """C(n): every stage's contention of every path, ``C_{S_i}^{P_j}`` for i <= j, by j then i."""
+    m = len(D) - 1
+    return [D[i][j] - D[i - 1][j] for j in range(1, m + 1) for i in range(1, j + 1)]
+
+
+def _cycle_period(history: list, c_now: list, tol: float, max_period: int) -> int:
+    """The period p of the cycle ``c_now`` closes (C(n) within ``tol`` of C(n-p)), 0 when
+    none does (yet)."""
+    for p in range(1, min(len(history), max_period) + 1):
+        if max(abs(a - b) for a, b in zip(c_now, history[-p])) <= tol:
+            # A "cycle" whose states all agree is a damped oscillation still settling.
+            orbit = history[-p + 1 :] + [c_now] if p > 1 else [c_now]
+            if p == 1 or max(max(col) - min(col) for col in zip(*orbit)) > 100 * tol:
+                return p
+            return 0
+    return 0
+
+
+def _solution(mtbs: Sequence[float], dtr: float, orbit: list, iterations: int, period: int) -> MultipathSolution:
+    """The per-path results, the means over one cycle ``orbit`` (a single state when period == 1)."""
+    m = len(mtbs)
     mean_c = [sum(col) / period for col in zip(*orbit)]
     stage, k = [], 0
     for j in range(1, m + 1):
@@ -283,7 +302,7 @@ def solve_multipath(
         starting=tuple(s[-1] for s in stage),
         intermediate=tuple(sum(s[:-1]) for s in stage),
         stage_contention=tuple(stage),
-        iterations=it,
+        iterations=iterations,
         cycle_period=period,
         cycle_spread=spread,
     )

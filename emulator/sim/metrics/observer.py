@@ -136,28 +136,22 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
     when the observer never stops a run, the engine's batch hooks (``(note, flush)``; see
     :class:`SimMetrics`), else None.
 
-    Issue 18: ``observe`` only notes the event and ``flush`` folds the noted events into the
-    counters every ``BATCH`` events (the engine's) and whenever the state is read: the same
-    arithmetic on the same values in the same order, so the same numbers, at about half the
-    cost of doing it inside the event loop (the counters are locals of ``flush`` there, and
-    the loop runs hot). The stop at the N-th completion needs only the count of departures, kept by
-    ``observe``. The running jobs, which the fragmentation sample compares with the jobs in
-    system, are the starts so far less the departures (A - C, plus those running before the
-    first event): every start is a decision the observer sees, every departure an event.
-    Busy nodes, jobs in system and the size are floats: the same values (small integers are
-    exact) on the interpreter's fast path for floats."""
-    size, warmup, every = float(m.size), m.warmup, m.every
-    running_before = len(m.running)
+    Issue 18: ``observe`` only notes the event and ``flush`` (:func:`_folder`) folds the noted
+    events into the counters every ``BATCH`` events (the engine's) and whenever the state is
+    read: the same arithmetic on the same values in the same order, so the same numbers, at
+    about half the cost of doing it inside the event loop (the counters are locals of
+    ``flush`` there, and the loop runs hot). The stop at the N-th completion needs only the
+    count of departures, kept by ``observe``."""
+    every = m.every
     stop_after = m.completions if m.completions is not None else -1
-    records, series, demand = m.records, m.delay_series, {}
-    done_size, done_wait, done_tat = m.done.sizes.append, m.done.waits.append, m.done.turnarounds.append
     # the counters: C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy,
     # in_system, next_sample and the totals where the window starts: 0, or at the W-th
     # completion (None until then)
     st = [0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, every if every is not None else math.inf,
-          _Totals(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0) if warmup == 0 else None]
+          _Totals(0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0, 0) if m.warmup == 0 else None]
     log: list = []  # (t, kind, item, starts) of the events not yet folded in
     push = log.append
+    flush = _folder(m, normalize, keep_nodes, st, log)
     departed = 0
 
     if stop_after == -1:
@@ -175,6 +169,28 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
             if len(log) >= BATCH:
                 flush()
             return departed == stop_after  # the N-th completion ends the run
+
+    def state() -> dict:
+        flush()
+        C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window = st
+        return {"C": C, "A": A, "G": G, "rejected": rejected, "R": R, "S": S, "area": area,
+                "sys_area": sys_area, "last": last, "frag_sum": frag_sum, "frag_n": frag_n, "busy": busy,
+                "in_system": in_system, "next_sample": next_sample, "window": window}
+
+    return observe, state, ((push, flush) if stop_after == -1 else None)
+
+
+def _folder(m: SimMetrics, normalize, keep_nodes: bool, st: list, log: list):
+    """``flush()``: fold the events noted in ``log`` into the counters ``st`` (in place) and
+    empty the log. The running jobs, which the fragmentation sample compares with the jobs in
+    system, are the starts so far less the departures (A - C, plus those running before the
+    first event): every start is a decision the observer sees, every departure an event.
+    Busy nodes, jobs in system and the size are floats: the same values (small integers are
+    exact) on the interpreter's fast path for floats."""
+    size, warmup, every = float(m.size), m.warmup, m.every
+    running_before = len(m.running)
+    records, series, demand = m.records, m.delay_series, {}
+    done_size, done_wait, done_tat = m.done.sizes.append, m.done.waits.append, m.done.turnarounds.append
 
     def flush():
         C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window = st
@@ -224,14 +240,7 @@ def _observer(m: SimMetrics, normalize, keep_nodes: bool):
         log.clear()
         st[:] = C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window
 
-    def state() -> dict:
-        flush()
-        C, A, G, rejected, frag_n, R, S, area, sys_area, last, frag_sum, busy, in_system, next_sample, window = st
-        return {"C": C, "A": A, "G": G, "rejected": rejected, "R": R, "S": S, "area": area,
-                "sys_area": sys_area, "last": last, "frag_sum": frag_sum, "frag_n": frag_n, "busy": busy,
-                "in_system": in_system, "next_sample": next_sample, "window": window}
-
-    return observe, state, ((push, flush) if stop_after == -1 else None)
+    return flush
 
 
 def _record(t, s, keep_nodes: bool) -> JobRecord:
