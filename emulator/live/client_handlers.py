@@ -7,7 +7,7 @@ daemon has already checked that the sender's principal may send it (emulator.liv
 never fit is refused before any change, a command runs as the account the principal may use
 (``auth.run_as``), and only an admin cancels another owner's job. The handlers use the
 manager's state and core (``_input``, ``_finish``, ``_kill_tasks``, ``_reply``, ``_error``,
-``_emit_job``) and the read-only views of emulator.live.views.
+``book``: emulator.live.jobs.JobBook) and the read-only views of emulator.live.views.
 """
 from __future__ import annotations
 
@@ -44,8 +44,7 @@ class ClientHandlers:
         self.next_id = jid + 1
         jr = self.jobs[jid]
         if jr.state == "queued":
-            self.journal.job(jr.row())
-            self._emit_job(jr, t)
+            self.book.transition(jr, "queued", t)
         self._reply(ident, m["id"], {"job": jid, "state": jr.state})
 
     def on_cancel(self, ident, m):
@@ -62,9 +61,7 @@ class ClientHandlers:
             self._kill_tasks(jr)
             self._finish(jr, "cancelled", t, reason=f"cancelled by {p.name}", kind="cancel")
         else:
-            jr.state, jr.end, jr.reason = "cancelled", t, f"cancelled by {p.name}"
-            self.journal.job(jr.row())
-            self._emit_job(jr, t)
+            self.book.transition(jr, "cancelled", t, f"cancelled by {p.name}")
             self._input("cancel", job=jr.id, t=t)
         self._reply(ident, m["id"], {"job": jr.id, "state": "cancelled"})
 
@@ -85,7 +82,7 @@ class ClientHandlers:
         if jr is None or jr.attempt != m["attempt"] or not isinstance(m["stats"], dict):
             return self._error(ident, "bad-job", f"no attempt {m['attempt']} of job {m['job']}", m["id"])
         jr.comm = views._jsonable(m["stats"])
-        self.journal.job(jr.row())
+        self.book.record(jr)
         self._reply(ident, m["id"], {"job": jr.id})
 
     def on_ping(self, ident, m):

@@ -9,6 +9,7 @@ journal's ``jobs`` table holds ``JobRec.row()`` of each.
 """
 from __future__ import annotations
 
+from emulator.live import protocol as P
 from scheduler.jobs import Job
 from scheduler.topology import Request
 
@@ -86,4 +87,40 @@ def merge_usage(total: dict | None, usage: dict) -> dict:
     return u
 
 
-__all__ = ["ACTIVE", "JobRec", "merge_usage"]
+KEEP = object()  # transition(reason=KEEP): the record's reason stays as it is
+ENDED = ("completed", "failed", "cancelled")
+
+
+class JobBook:
+    """Every job's record, and the one place a job's state changes: :meth:`transition` sets the
+    state (and the reason, and the end of a job that ended), writes the journal's row and
+    publishes the ``job`` event, once each. :meth:`record` writes a row whose state did not
+    change (a task's report, message statistics); :meth:`publish` an event that is no change
+    of the record (``started``: every task runs)."""
+
+    def __init__(self, journal, events: list):
+        self.jobs: dict[int, JobRec] = {}
+        self.journal = journal
+        self.events = events  # the manager's (topic, frame) list, published after the commit
+
+    def transition(self, jr: JobRec, state: str, t: float, reason=KEEP, event: str | None = None) -> None:
+        jr.state = state
+        if reason is not KEEP:
+            jr.reason = reason
+        if state in ENDED:
+            jr.end = t
+        self.record(jr)
+        self.publish(jr, t, event)
+
+    def record(self, jr: JobRec) -> None:
+        self.journal.job(jr.row())
+
+    def publish(self, jr: JobRec, t: float, state: str | None = None) -> None:
+        info = {"nodes": jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
+                "submit": jr.submit, "request": str(jr.job.request)}
+        if jr.reason:
+            info["reason"] = jr.reason
+        self.events.append((b"job", P.encode_unchecked("job", job=jr.id, state=state or jr.state, t=t, info=info)))
+
+
+__all__ = ["ACTIVE", "ENDED", "KEEP", "JobBook", "JobRec", "merge_usage"]

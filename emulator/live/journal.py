@@ -114,6 +114,10 @@ class Journal:
     def event(self, kind: str, t: float, job: int | None = None, node: int | None = None, data=None) -> None:
         self._events.append((kind, t, job, node, None if data is None else json.dumps(data)))
 
+    def retract(self) -> None:
+        """Drop the last event not yet committed (an input the policy refused)."""
+        self._events.pop()
+
     def job(self, row: dict) -> None:
         """Upsert the current view of a job (a dict with JOB_COLUMNS keys)."""
         self._jobs[row["id"]] = row

@@ -41,7 +41,7 @@ from emulator.live import protocol as P
 from emulator.live import recovery, views
 from emulator.live.client_handlers import ClientHandlers
 from emulator.live.gang import slots_for
-from emulator.live.jobs import JobRec
+from emulator.live.jobs import JobBook, JobRec
 from emulator.live.kernel import WallClock
 from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
@@ -87,10 +87,11 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         self.nodes = self.registry.nodes
         self.by_ident = self.registry.by_ident
         self.slots = slots_for(self)
-        self.jobs: dict[int, JobRec] = {}
         self.next_id = 1
         self.outbox: list = []  # (ident, frame) to send after the journal commit
         self.events: list = []  # (topic, frame) to publish after it
+        self.book = JobBook(self.journal, self.events)
+        self.jobs: dict[int, JobRec] = self.book.jobs
         self.starting: set[int] = set()  # jobs whose tasks are starting (see START_QUIET)
         self.quiet_until = 0.0
         self.replaying = False
@@ -149,7 +150,7 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         try:
             decisions = self._apply(kind, t, job, node, data)
         except BaseException:
-            self.journal._events.pop()
+            self.journal.retract()
             raise
         self._started(decisions, t)
         return t
@@ -177,8 +178,7 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
             if self.replaying:
                 continue
             self.journal.event("start", t, jr.id, None, {"nodes": jr.nodes, "attempt": jr.attempt})
-            self.journal.job(jr.row())
-            self._emit_job(jr, t)
+            self.book.transition(jr, "running", t)
             jr.all_started_wall = None  # per attempt: a requeued job reports "started" again
             frames = P.encode_each("run", self._run_fields(jr),
                                    [{"rank": rank, "node": n} for rank, n in enumerate(jr.nodes)])
@@ -203,11 +203,9 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
 
     def _finish(self, jr: JobRec, state: str, t: float, reason=None, kind="depart"):
         """A running job leaves: release its nodes through the policy."""
-        jr.state, jr.end, jr.reason = state, t, reason
         for n in jr.nodes:
             self.nodes[n].jobs.discard(jr.id)
-        self.journal.job(jr.row())
-        self._emit_job(jr, t)
+        self.book.transition(jr, state, t, reason)
         self._input(kind, job=jr.id, t=t)
 
     def _kill_tasks(self, jr: JobRec, skip=None):
@@ -225,13 +223,11 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         if jr.faults > self.max_requeue:
             self._finish(jr, "failed", t, reason=f"{why}; {jr.faults} node faults", kind="fail")
             return
-        jr.state, jr.reason = "queued", f"requeued: {why}"
         jr.nodes, jr.allocation = [], None
-        self.journal.job(jr.row())
-        self._emit_job(jr, t, state="requeued")
+        self.book.transition(jr, "queued", t, f"requeued: {why}", event="requeued")
         self._input("requeue", job=jr.id, t=t)
         if jr.state == "queued":
-            self.journal.job(jr.row())
+            self.book.record(jr)
 
     # ------------------------------------------------------------------ watched node processes
 
@@ -285,13 +281,6 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
 
     def _error(self, ident, code, message, req_id=None):
         self.outbox.append((ident, P.encode_unchecked("error", id=req_id, code=code, message=message)))
-
-    def _emit_job(self, jr: JobRec, t, state=None):
-        info = {"nodes": jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
-                "submit": jr.submit, "request": str(jr.job.request)}
-        if jr.reason:
-            info["reason"] = jr.reason
-        self.events.append((b"job", P.encode_unchecked("job", job=jr.id, state=state or jr.state, t=t, info=info)))
 
     def _emit_node(self, n: int, state: str, t=None):
         self.events.append((b"node", P.encode_unchecked("node", node=n, state=state,

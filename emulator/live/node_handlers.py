@@ -50,7 +50,7 @@ class NodeHandlers:
         if jr.task_done(rank, status, usage, error):
             self._finish(jr, "completed" if all(s == 0 for s in jr.exit) else "failed", self.now())
         else:
-            self.journal.job(jr.row())
+            self.book.record(jr)
 
     # ------------------------------------------------------------------ nodes
 
@@ -144,7 +144,7 @@ class NodeHandlers:
         jr.pids[m["rank"]] = m["pid"]
         if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
             jr.all_started_wall = self.clock()
-            self._emit_job(jr, self.now(), state="started")
+            self.book.publish(jr, self.now(), "started")
             self.starting.discard(jr.id)
             if not self.starting:
                 self.quiet_until = 0.0
