@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from emulator.cli.lifecycle import start_cluster, stop_cluster  # noqa: E402
 from emulator.cli.net import pattern_command  # noqa: E402
-from emulator.live import ch6  # noqa: E402
+from tests.fixtures import ch6  # noqa: E402
 from emulator.live.client import Client  # noqa: E402
 
 

@@ -16,7 +16,7 @@ Method
   faults: every ``--node-kill`` seconds (on average) a random node agent is SIGKILLed (the
     launcher restarts it); every ``--daemon-kill`` seconds the daemon is SIGKILLed, left dead
     for 1-3 s, and recovered with ``mcemu up --detach`` (which must exit 0).
-  hostile: every 2 s a burst of ``--hostile`` frames (emulator.live.hostile: malformed,
+  hostile: every 2 s a burst of ``--hostile`` frames (tests/fixtures/hostile.py: malformed,
     spoofed, oversized) over ipc, the same over tcp with a client key (node messages and others'
     jobs forbidden), and raw garbage to the tcp port without a handshake.
   end: the stream stops; the soak waits (at most ``--drain`` s) until no job is queued or
@@ -45,6 +45,9 @@ import time
 from pathlib import Path
 
 import psutil
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -52,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 from emulator.cli.monitor import still_alive  # noqa: E402
 from emulator.live import home as homemod  # noqa: E402
 from emulator.live.client import Client, ClientError  # noqa: E402
-from emulator.live.hostile import blast  # noqa: E402
+from tests.fixtures.hostile import blast  # noqa: E402
 
 TERMINAL = ("depart", "fail", "cancel")
 FINISHED = ("completed", "failed", "cancelled")
@@ -284,8 +287,6 @@ def main(argv=None) -> int:
         if a.json:
             s.run(lambda now, end: None)
         else:
-            from rich.progress import Progress
-
             with Progress() as bar:
                 task = bar.add_task("soak", total=a.minutes * 60)
                 start = time.monotonic()
@@ -308,9 +309,6 @@ def main(argv=None) -> int:
     if a.json:
         print(json.dumps({**v, "ok": ok}, indent=2))
     else:
-        from rich.console import Console
-        from rich.table import Table
-
         t = Table(title=f"soak: {a.minutes:g} min on {a.topology} ({'OK' if ok else 'FAILED'})", box=None)
         t.add_column("what")
         t.add_column("count", justify="right")

@@ -28,6 +28,10 @@ from emulator.cli.monitor import still_alive
 from emulator.live import home as homemod
 from emulator.live.client import Client
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # tests.fixtures under a plain `pytest` too (`python -m pytest` adds the cwd)
+    sys.path.insert(0, str(ROOT))
+
 # the policies of the live tests; no fallback: an unregistered one fails ``mcemu up``
 ALLOCATOR = "buddy"
 SCHEDULER = "fcfs"

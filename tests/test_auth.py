@@ -8,11 +8,11 @@ import stat
 
 import pytest
 import zmq
-from test_protocol import Stub
 
 from emulator.live import auth
 from emulator.live import keys as keysmod
 from emulator.live.auth import Principal
+from tests.fixtures.stub_daemon import Stub
 
 ALICE, BOB = Principal("alice", "client"), Principal("bob", "client")
 ADMIN, RACK = Principal("boss", "admin"), Principal("rack1", "node")

@@ -27,6 +27,8 @@ from conftest import wait_for
 RING = f"{sys.executable} {Path(__file__).with_name('net_ring_prog.py')}"
 UP_4x4 = ("--topology", "mesh:4x4", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole")
 
+pytestmark = pytest.mark.live
+
 
 def job(cluster, jid: int) -> dict:
     return cluster.client.queue(jobs=[jid])["jobs"][0]
@@ -179,7 +181,7 @@ def test_pattern_submit_needs_a_network(cluster):
 @pytest.mark.parametrize("mtbs", [25.0])
 def test_agreement_with_net_simulate_chapter6(cluster, tmp_path, mtbs):
     from emulator.cli.net import pattern_command
-    from emulator.live import ch6
+    from tests.fixtures import ch6
 
     n, warm = 200, 20
     cluster.up("--topology", ch6.TOPOLOGY, "--allocator", "naive", "--scheduler", "fcfs", "--network", "wormhole")

@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from emulator.live import protocol as P
 from emulator.live.daemon import Daemon
 from emulator.live.manager import START_QUIET
+from tests.fixtures.stub_daemon import Stub
 
 
 # ---------------------------------------------------------------------- protocol
@@ -190,37 +191,6 @@ def test_the_fast_path_decodes_what_the_daemon_and_the_nodes_send():
 
 
 # ---------------------------------------------------------------------- daemon handlers in memory
-
-
-class Stub:
-    """A daemon with no sockets: frames in through handle(), frames out of the outbox."""
-
-    def __init__(self, home, **cfg):
-        cfg = {"topology": "hypercube:2", "allocator": "buddy", "scheduler": "fcfs", "time_unit": 0.01, **cfg}
-        self.d = Daemon(home, cfg, grace=0.5)
-        self.rid = 0
-
-    def send(self, ident: bytes, type_, **f):
-        self.d.handle([ident, P.encode(type_, **f)])
-        out = [(i, P.decode(fr, max_size=P.MAX_REPLY)) for i, fr in self.d.outbox]
-        self.d.journal.commit()
-        self.d.outbox.clear()
-        return out
-
-    def call(self, type_, **f):
-        self.rid += 1
-        out = self.send(b"client", type_, id=self.rid, **f)
-        replies = [m for i, m in out if i == b"client"]
-        assert len(replies) == 1, replies
-        return replies[0]
-
-    def register_all(self, pid=100):
-        runs = []
-        for n in range(self.d.topology.size):
-            out = self.send(b"n%d" % n, "register", node=n, pid=pid + n, host="h")
-            assert out[0][1]["type"] == "welcome"
-            runs += [(i, m) for i, m in out if m["type"] == "run"]
-        return runs
 
 
 def test_submit_runs_on_registered_nodes_and_completes(tmp_path):

@@ -13,7 +13,7 @@ from conftest import ALLOCATOR, SCHEDULER, free_port, wait_for
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live.client import Client, ClientTimeout
-from emulator.live.hostile import blast
+from tests.fixtures.hostile import blast
 
 pytestmark = pytest.mark.live
 
