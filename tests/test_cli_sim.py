@@ -23,6 +23,7 @@ def mcemu(*args, check=True):
     return p
 
 
+@pytest.mark.live
 def test_policies_lists_every_kind():
     data = json.loads(mcemu("policies", "--json").stdout)
     for name in ("buddy", "free-list", "mss", "first-fit", "buddy-2d", "naive"):
@@ -33,6 +34,7 @@ def test_policies_lists_every_kind():
     assert {"rsr", "limit"} <= set(data["reductions"])
 
 
+@pytest.mark.live
 def test_simulate_json_has_design_metric_names_and_is_seeded():
     args = ("simulate", "--topology", "hypercube:6", "--allocator", "buddy", "--scheduler", "lazy",
             "--load", "0.6", "--time", "500", "--service", "hyperexp", "--seed", "4", "--json")
@@ -46,6 +48,7 @@ def test_simulate_json_has_design_metric_names_and_is_seeded():
     assert a["metrics"] == b["metrics"]
 
 
+@pytest.mark.live
 def test_simulate_mesh_with_reduction():
     out = json.loads(mcemu("simulate", "--topology", "mesh:16x16", "--allocator", "first-fit",
                            "--scheduler", "fcfs", "--reduction", "rsr:2", "--load", "0.5",
@@ -53,6 +56,7 @@ def test_simulate_mesh_with_reduction():
     assert out["metrics"]["counted_completions"] == 500
 
 
+@pytest.mark.live
 def test_bad_input_is_a_clear_error():
     p = mcemu("simulate", "--allocator", "nope", "--load", "0.5", "--time", "10", check=False)
     assert p.returncode == 2 and "unknown allocator 'nope'" in p.stderr and "buddy" in p.stderr
@@ -65,12 +69,14 @@ def test_bad_input_is_a_clear_error():
     assert p.returncode == 2
 
 
+@pytest.mark.live
 def test_gang_simulation_runs():
     out = json.loads(mcemu("simulate", "--topology", "hypercube:4", "--allocator", "buddy", "--gang",
                            "multilevel", "--load", "0.8", "--jobs", "100", "--json").stdout)
     assert out["metrics"]["completed"] == 100
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not NASA.exists(), reason="NASA trace not present at ../shared/traces")
 def test_nasa_log_replays_every_job_and_writes_swf(tmp_path):
     out_swf = tmp_path / "nasa.swf"

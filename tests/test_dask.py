@@ -18,6 +18,8 @@ from emulator.cli import main
 
 distributed = pytest.importorskip("distributed")
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
 

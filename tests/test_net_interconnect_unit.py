@@ -200,6 +200,7 @@ print(json.dumps({"before": before, "took": took, "after": read()}))
 """
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not os.path.exists("/proc/self/timerslack_ns"), reason="Linux only")
 def test_a_task_asks_for_prompt_wakeups():
     """nodes.comm asks for a 1 ns timer slack and, where the kernel has custom slices, a

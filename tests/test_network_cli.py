@@ -79,6 +79,7 @@ def test_metrics_of_the_texts_patterns(capsys):
     assert max(c["congestion"] for c in doc["channels"]) == doc["pattern"]["max_congestion"]
 
 
+@pytest.mark.live
 def test_the_command_runs_as_a_user_runs_it():
     out = subprocess.run([sys.executable, "-m", "emulator", "net", "simulate", "--mesh", "16x16",
                           "--job", "stair:5@0,0:mtbs=0", "--messages", "200"],

@@ -63,6 +63,7 @@ def mcemu(site: Path, *args, timeout=120):
 GOOD = "toy-fcfs = mcemu_toy_plugin:ToyFCFS\ntoy-allocators = mcemu_toy_plugin.allocs\n"
 
 
+@pytest.mark.live
 def test_simulate_and_policies_find_a_plugin(tmp_path):
     site = make_plugin(tmp_path / "site", GOOD)
     run = ["simulate", "--topology", "hypercube:5", "--load", "0.7", "--jobs", "300", "--seed", "4", "--json"]
@@ -78,6 +79,7 @@ def test_simulate_and_policies_find_a_plugin(tmp_path):
     assert "toy-fcfs" in r.stdout and "toy-buddy" in r.stdout
 
 
+@pytest.mark.live
 def test_a_sweep_on_dask_workers_finds_a_plugin(tmp_path):
     pytest.importorskip("distributed")
     site = make_plugin(tmp_path / "site", GOOD)
@@ -93,6 +95,7 @@ def test_a_sweep_on_dask_workers_finds_a_plugin(tmp_path):
     ("broken = mcemu_toy_plugin.nothing_here\n", "fails to load"),
     ("odd = mcemu_toy_plugin:PLUGIN_TEXT\n", "fails to load"),
 ])
+@pytest.mark.live
 def test_a_bad_plugin_is_a_one_line_error(tmp_path, entry, words):
     site = make_plugin(tmp_path / "site", entry)
     r = mcemu(site, "simulate", "--topology", "hypercube:4", "--load", "0.5", "--jobs", "20", "--json")
@@ -150,6 +153,7 @@ class SmallestFirst(FCFS):
 '''
 
 
+@pytest.mark.live
 def test_a_pip_installed_plugin_as_the_readme_shows(tmp_path):
     """The README's plugin project, installed by a real ``pip install`` (into a target folder
     of its own, so the test leaves the environment as it was): ``mcemu policies`` lists it and

@@ -158,6 +158,7 @@ def test_trace_sweep_scales_the_load(tmp_path, capsys):
     assert "does not apply to a trace" in capsys.readouterr().err
 
 
+@pytest.mark.live
 def test_sweep_on_dask_local_matches_local(tmp_path, capsys):
     pytest.importorskip("distributed")
     args = ["sweep", "--name", "d", "--topology", "hypercube:5", "--scheduler", "lazy,scan-up", "--load", "0.5,0.8",
