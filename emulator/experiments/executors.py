@@ -18,6 +18,7 @@ submitted again by the runner (up to :data:`RESUBMITS` times).
 """
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -96,7 +97,7 @@ class DaskPool:
 
     def __init__(self, address: str, timeout: float = 10.0):
         try:
-            import distributed
+            import distributed  # lazy: the optional extra mcemu[dask], only for --dask
         except ImportError:
             raise ReproduceError(DASK_HINT) from None
         self.distributed = distributed
@@ -104,8 +105,6 @@ class DaskPool:
         try:
             if address.startswith("local"):
                 n = _local_workers(address)
-                import logging
-
                 self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                                         dashboard_address=None, silence_logs=logging.ERROR)
                 self.client = distributed.Client(self.cluster, timeout=timeout)

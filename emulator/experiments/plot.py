@@ -10,12 +10,10 @@ from emulator.experiments.report import _panel_rows
 
 
 def plot(exp: Experiment, res: Results, path: Path) -> None:
-    # lazy: matplotlib costs 530 ms, and the runner (so `mcemu reproduce --list`, the tests)
-    # imports this module without plotting
-    import matplotlib
+    import matplotlib  # lazy: 530 ms, and the runner (mcemu reproduce --list, the tests) imports this module
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display is needed
 
     n = len(exp.panels)
     rows, cols = exp.layout or ((1, n) if n <= 3 else (math.ceil(n / 2), 2))

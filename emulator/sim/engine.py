@@ -112,10 +112,7 @@ def _asks_for_timers(policy) -> bool:
     """False for a discipline that never overrides next_wakeup, or says its next_wakeup always
     answers None (``never_wakes`` true, set when it is built: lazy with its threshold checked
     at releases); the call after every event is then skipped."""
-    # imported here: the disciplines package registers every discipline (about 50 ms), and
-    # the metrics formulas (emulator.sim.metrics, imported by the live monitor) import this
-    # module for the event kinds only
-    from scheduler.disciplines.base import Discipline
+    from scheduler.disciplines.base import Discipline  # lazy: 40 ms the monitor (event kinds only) never needs
 
     if getattr(policy, "never_wakes", False) is True and "next_wakeup" not in vars(policy):
         return False

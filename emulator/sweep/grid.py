@@ -38,8 +38,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
 from emulator.experiments._points import BASIC
 from emulator.experiments.stats import rep_seed
+from scheduler.stack import StackError, parse_params
+from scheduler.topology import parse_topology
 
 AXES = ("topology", "allocator", "scheduler", "reduction", "gang", "load", "size", "service", "service_mean",
         "demand")
@@ -59,10 +66,6 @@ class SweepError(ValueError):
 
 def load_toml(path) -> dict:
     """The settings of a TOML grid file; a missing or malformed file is a one-line SweepError."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
     p = Path(path)
     try:
         with p.open("rb") as f:
@@ -179,8 +182,6 @@ class Sweep:
         self.precision = float(_num("precision", data.get("precision", 0.05)))
 
     def _params(self, table):
-        from scheduler.stack import StackError, parse_params
-
         if isinstance(table, list):  # --param KEY=VALUE from the command line
             try:
                 table = parse_params(table)
@@ -246,8 +247,6 @@ class Sweep:
 
     def points(self) -> list[dict]:
         """Every point's parameters (plain JSON: the key in runs.jsonl, the row in results.csv)."""
-        from scheduler.topology import parse_topology
-
         if self.trace is None and self.until is None and self.completions is None:
             raise SweepError("give time (observation time per run) or completions (per run), or a trace")
         unknown = sorted(set(self.policy_params) - {p["gang"] or p["scheduler"] for p in self._policies()})

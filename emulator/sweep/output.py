@@ -18,6 +18,7 @@ from emulator.experiments.runner import replicate
 from emulator.jsonable import jsonable
 from emulator.sweep.grid import AXES, NUMERIC_AXES, POLICY_AXES, Sweep
 from emulator.sweep.point import check, sweep_point
+from scheduler.stack import parse_params
 
 
 @dataclass
@@ -157,8 +158,6 @@ def to_toml(settings: dict) -> str:
     out = flat
     params = settings.get("params") or {}
     if isinstance(params, list):  # --param KEY=VALUE strings
-        from scheduler.stack import parse_params
-
         params = parse_params(params)
     plain = {k: v for k, v in params.items() if not isinstance(v, dict)}
     if plain:

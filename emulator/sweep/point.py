@@ -14,7 +14,13 @@ import math
 
 from emulator.experiments import _points
 from emulator.experiments.stats import point_key
+from emulator.sim import metrics
+from emulator.sim.gang import run_gang
+from emulator.sim.simulator import Simulation
+from emulator.sim.workloads import Workload
 from emulator.sweep.grid import GANG_METRICS, Sweep, SweepError
+from scheduler.stack import StackConfig, build
+from scheduler.topology import parse_topology
 
 
 def sweep_point(params: dict, seed: int) -> dict:
@@ -28,8 +34,6 @@ def sweep_point(params: dict, seed: int) -> dict:
 def gang_point(params: dict, seed: int) -> dict:
     """A gang run of the jobs submitted before ``until`` (or the first ``completions`` jobs),
     each run to completion."""
-    from emulator.sim.gang import run_gang
-
     wl = _points.workload(params, seed)
     jobs = list(wl.jobs(params.get("completions"), params.get("until")))
     run = run_gang(params["gang"], params["topology"], jobs, allocator=params["allocator"],
@@ -41,8 +45,6 @@ def gang_point(params: dict, seed: int) -> dict:
 def scaled_jobs(jobs: list, topology, load: float) -> list:
     """The trace's jobs with submit times scaled about the first one so that the offered load,
     processor-time asked / (machine size x span of the submits), is ``load``."""
-    from scheduler.topology import parse_topology
-
     if len(jobs) < 2:
         return jobs
     topo = parse_topology(topology)
@@ -59,10 +61,6 @@ def trace_point(params: dict, seed: int) -> dict:
     ``load`` when given; deterministic, the seed is unused."""
     if params.get("load") is None:
         return _points.trace_point(params, seed)
-    from emulator.sim import metrics
-    from emulator.sim.simulator import Simulation
-    from scheduler.topology import parse_topology
-
     jobs = list(_points._trace(params["trace"], params["topology"], params.get("time_unit", 1.0)))
     jobs = scaled_jobs(jobs[:params["limit"]] if params.get("limit") else jobs, params["topology"], params["load"])
     res = Simulation(_points._discipline(params), jobs, keep_records=True).run()
@@ -79,9 +77,6 @@ def trace_point(params: dict, seed: int) -> dict:
 def check(sweep: Sweep) -> list[dict]:
     """The sweep's points, once every distinct stack and workload of them has been built (and
     the trace read): the first that cannot be is a one-line :class:`SweepError`."""
-    from emulator.sim.workloads import Workload
-    from scheduler.stack import StackConfig, build
-
     if sweep.trace:
         for k in ("size", "service", "service_mean", "demand"):
             if k in sweep.axes:
