@@ -122,7 +122,7 @@ def test_policy_timer_ticks_at_its_time(tmp_path):
             register(d, n)
         heartbeating(d, range(4))
         for _ in range(2):
-            d.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
+            d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
         ticks = []
         orig = d._input
 

@@ -186,13 +186,13 @@ def test_refused_request_changes_nothing(tmp_path):
         home = Path(tempfile.mkdtemp(dir=tmp_path))
         d = Daemon(home, cfg)
         try:
-            d.on_submit(b"c", {"id": 1, "request": req, "runtime": 1.0})
+            d.from_clients.on_submit(b"c", {"id": 1, "request": req, "runtime": 1.0})
             (_, frame), = d.outbox
             m = P.decode(frame, max_size=P.MAX_REPLY)
             assert m["type"] == "error" and m["code"] == "bad-request" and "cube" in m["message"], m
             assert not d.jobs and d.next_id == 1 and not d.journal.dirty
             d.outbox.clear()
-            d.on_submit(b"c", {"id": 2, "request": {"cube": 1}, "runtime": 1.0})
+            d.from_clients.on_submit(b"c", {"id": 2, "request": {"cube": 1}, "runtime": 1.0})
             (_, frame), = d.outbox
             assert P.decode(frame, max_size=P.MAX_REPLY)["data"]["job"] == 1
         finally:

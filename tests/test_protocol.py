@@ -264,13 +264,13 @@ def test_missed_heartbeats_requeue_then_fail(tmp_path):
     job = s.d.jobs[jid]
     assert job.state == "running" and job.nodes == [0, 1]
     s.d.nodes[0].last = time.monotonic() - 10  # node 0 went silent
-    s.d._purge(time.monotonic())
+    s.d.from_nodes.purge(time.monotonic())
     kills = [(i, P.decode(f)) for i, f in s.d.outbox if P.decode(f)["type"] == "kill"]
     assert [i for i, _ in kills] == [b"n1"]  # the other task is killed
     assert job.state == "running" and job.attempt == 2 and 0 not in job.nodes  # requeued elsewhere
     s.d.outbox.clear()
     s.d.nodes[job.nodes[0]].last = time.monotonic() - 10
-    s.d._purge(time.monotonic())
+    s.d.from_nodes.purge(time.monotonic())
     assert job.state == "failed" and "node faults" in job.reason
     assert s.d.node_state(0) == "down"
     s.d.outbox.clear()
@@ -294,7 +294,7 @@ def test_started_is_published_for_every_attempt(tmp_path):
     assert [e["job"] for e in started_events()] == [jid]
     s.d.events.clear()
     s.d.nodes[first].last = time.monotonic() - 10  # its node goes silent: requeued elsewhere
-    s.d._purge(time.monotonic())
+    s.d.from_nodes.purge(time.monotonic())
     assert job.state == "running" and job.attempt == 2 and job.nodes[0] != first
     assert started_events() == []  # not before the new task reports
     second = job.nodes[0]

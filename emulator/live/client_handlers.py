@@ -1,4 +1,4 @@
-"""The handlers of the clients' requests: a mixin of emulator.live.manager.ProcessorManager.
+"""The handlers of the clients' requests: the manager's ``from_clients`` (emulator.live.manager).
 
 Every request (``mcemu submit``, ``cancel``, ``queue``, ``nodes``, ``status``, ``down``; ``comm``
 from the interconnect) carries an ``id`` and gets one ``ok`` or ``error`` reply with it. The
@@ -19,78 +19,84 @@ from scheduler.topology import Request, RequestError, TopologyError
 
 
 class ClientHandlers:
-    """``on_*(ident, m)`` for the clients' requests."""
+    """``on_*(ident, msg)`` for the clients' requests."""
 
-    def on_submit(self, ident, m):
+    def __init__(self, manager):
+        self.m = manager
+
+    def on_submit(self, ident, msg):
+        m = self.m
         try:
-            self.policy.normalize(Request.from_dict(m["request"]))  # refuse what can never fit before any change
+            m.policy.normalize(Request.from_dict(msg["request"]))  # refuse what can never fit before any change
         except (RequestError, TopologyError, JobError) as e:
-            return self._error(ident, "bad-request", str(e), m["id"])
-        p = self.principal_of(ident)
+            return m._error(ident, "bad-request", str(e), msg["id"])
+        p = m.principal_of(ident)
         try:
-            user = auth.run_as(p, m.get("command"))
+            user = auth.run_as(p, msg.get("command"))
         except ValueError as e:
-            return self._error(ident, "forbidden", str(e), m["id"])
-        jid = self.next_id
-        data = {"request": m["request"], "runtime": m["runtime"], "name": m.get("name") or f"job{jid}",
-                "command": m.get("command"), "burn": bool(m.get("burn", False)), "owner": p.name}
+            return m._error(ident, "forbidden", str(e), msg["id"])
+        jid = m.book.next_id
+        data = {"request": msg["request"], "runtime": msg["runtime"], "name": msg.get("name") or f"job{jid}",
+                "command": msg.get("command"), "burn": bool(msg.get("burn", False)), "owner": p.name}
         if user:
             data["user"] = user
         try:
-            t = self._input("submit", job=jid, data=data)
+            t = m._input("submit", job=jid, data=data)
         except (RequestError, TopologyError, JobError, ValueError) as e:
             # the policy refused it at arrive: nothing was registered, the journal event dropped
-            return self._error(ident, "bad-request", f"refused by {self.slots.kind} {self.policy.name}: {e}", m["id"])
-        self.next_id = jid + 1
-        jr = self.jobs[jid]
+            return m._error(ident, "bad-request", f"refused by {m.slots.kind} {m.policy.name}: {e}", msg["id"])
+        jr = m.jobs[jid]
         if jr.state == "queued":
-            self.book.transition(jr, "queued", t)
-        self._reply(ident, m["id"], {"job": jid, "state": jr.state})
+            m.book.transition(jr, "queued", t)
+        m._reply(ident, msg["id"], {"job": jid, "state": jr.state})
 
-    def on_cancel(self, ident, m):
-        jr = self.jobs.get(m["job"])
+    def on_cancel(self, ident, msg):
+        m = self.m
+        jr = m.jobs.get(msg["job"])
         if jr is None or jr.state not in ACTIVE:
             state = jr.state if jr else "unknown"
-            return self._error(ident, "not-active", f"job {m['job']} is {state}: nothing to cancel", m["id"])
-        p = self.principal_of(ident)
+            return m._error(ident, "not-active", f"job {msg['job']} is {state}: nothing to cancel", msg["id"])
+        p = m.principal_of(ident)
         if not p.admin and jr.owner != p.name:
-            return self._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may cancel "
-                                                   f"only its own jobs", m["id"])
-        t = self.now()
+            return m._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may cancel "
+                                                f"only its own jobs", msg["id"])
+        t = m.now()
         if jr.state == "running":
-            self._kill_tasks(jr)
-            self._finish(jr, "cancelled", t, reason=f"cancelled by {p.name}", kind="cancel")
+            m._kill_tasks(jr)
+            m._finish(jr, "cancelled", t, reason=f"cancelled by {p.name}", kind="cancel")
         else:
-            self.book.transition(jr, "cancelled", t, f"cancelled by {p.name}")
-            self._input("cancel", job=jr.id, t=t)
-        self._reply(ident, m["id"], {"job": jr.id, "state": "cancelled"})
+            m.book.transition(jr, "cancelled", t, f"cancelled by {p.name}")
+            m._input("cancel", job=jr.id, t=t)
+        m._reply(ident, msg["id"], {"job": jr.id, "state": "cancelled"})
 
-    def on_queue(self, ident, m):
-        self._reply(ident, m["id"], views.queue(self, m.get("jobs"), m.get("all"), self.principal_of(ident)))
+    def on_queue(self, ident, msg):
+        m = self.m
+        m._reply(ident, msg["id"], views.queue(m, msg.get("jobs"), msg.get("all"), m.principal_of(ident)))
 
-    def on_nodes(self, ident, m):
-        self._reply(ident, m["id"], {"nodes": self.nodes_view()})
+    def on_nodes(self, ident, msg):
+        self.m._reply(ident, msg["id"], {"nodes": self.m.nodes_view()})
 
-    def on_status(self, ident, m):
-        self._reply(ident, m["id"], self.status())
+    def on_status(self, ident, msg):
+        self.m._reply(ident, msg["id"], self.m.status())
 
-    def on_comm(self, ident, m):
+    def on_comm(self, ident, msg):
         """A job's message statistics from the interconnect (a LOCAL peer: emulator.live.auth),
         kept in its record and the journal's ``comm`` column, for any state (the last report
         of a job may come after its end)."""
-        jr = self.jobs.get(m["job"])
-        if jr is None or jr.attempt != m["attempt"] or not isinstance(m["stats"], dict):
-            return self._error(ident, "bad-job", f"no attempt {m['attempt']} of job {m['job']}", m["id"])
-        jr.comm = views._jsonable(m["stats"])
-        self.book.record(jr)
-        self._reply(ident, m["id"], {"job": jr.id})
+        m = self.m
+        jr = m.jobs.get(msg["job"])
+        if jr is None or jr.attempt != msg["attempt"] or not isinstance(msg["stats"], dict):
+            return m._error(ident, "bad-job", f"no attempt {msg['attempt']} of job {msg['job']}", msg["id"])
+        jr.comm = views._jsonable(msg["stats"])
+        m.book.record(jr)
+        m._reply(ident, msg["id"], {"job": jr.id})
 
-    def on_ping(self, ident, m):
-        self._reply(ident, m["id"], {"pong": True})
+    def on_ping(self, ident, msg):
+        self.m._reply(ident, msg["id"], {"pong": True})
 
-    def on_shutdown(self, ident, m):
-        self._reply(ident, m.get("id") or 0, {"stopping": True})
-        self.running = False
+    def on_shutdown(self, ident, msg):
+        self.m._reply(ident, msg.get("id") or 0, {"stopping": True})
+        self.m.running = False
 
 
 __all__ = ["ClientHandlers"]

@@ -13,12 +13,14 @@ it). Liveness: emulator.live.nodes.
 Where the rest is (emulator/live/):
 
 ==================  ==================================================================================
-daemon.py           this: the sockets, the loop, message dispatch, ``main``
-manager.py          ProcessorManager, the core: policy inputs and decisions, the job lifecycle
-node_handlers.py    what the nodes send (register, task reports, bye); node faults
+daemon.py           this: the sockets, the kernel's readers and timers, message dispatch, ``main``
+kernel.py           the live kernel: readers, timers, deadlines, signals, the clock, the one wait
+manager.py          ProcessorManager, composed of the parts below; decisions and the job lifecycle
+policy_port.py      PolicyPort: the one place the policy is called; model time
+node_handlers.py    what the nodes send (register, task reports, bye); node faults; watched processes
 client_handlers.py  the clients' requests (submit, cancel, queue, nodes, status, comm, ...)
 config.py           the settings: defaults, the journal's configuration, ``--param``
-jobs.py             JobRec: one job's record
+jobs.py             JobRec: one job's record; JobBook: the records, ``transition``
 nodes.py            NodeRegistry: node processes, liveness, heartbeat waves
 gang.py             GangSlots (time sharing) or NoSlots (a discipline): the only gang-aware code
 recovery.py         the journal replay after a crash
@@ -73,11 +75,12 @@ class Daemon(ProcessorManager):
         self.ctx = self.router = self.pub = self.zap = None
         self.secure = bool(listen) and not insecure  # tcp peers are CURVE principals (emulator.live.auth)
         # bound once: a message costs one dict lookup and one call, as before the split
-        self.node_handlers = {"task_done": self.on_task_done, "task_started": self.on_task_started,
-                              "switched": self.slots.on_switched, "bye": self.on_bye}
-        self.client_handlers = {"submit": self.on_submit, "cancel": self.on_cancel, "queue": self.on_queue,
-                                "nodes": self.on_nodes, "status": self.on_status, "ping": self.on_ping,
-                                "shutdown": self.on_shutdown, "comm": self.on_comm}
+        fn, fc = self.from_nodes, self.from_clients
+        self.node_dispatch = {"task_done": fn.on_task_done, "task_started": fn.on_task_started,
+                              "switched": self.slots.on_switched, "bye": fn.on_bye}
+        self.client_dispatch = {"submit": fc.on_submit, "cancel": fc.on_cancel, "queue": fc.on_queue,
+                                "nodes": fc.on_nodes, "status": fc.on_status, "ping": fc.on_ping,
+                                "shutdown": fc.on_shutdown, "comm": fc.on_comm}
 
     # ------------------------------------------------------------------ sockets
 
@@ -174,15 +177,15 @@ class Daemon(ProcessorManager):
                 self._error(ident, "unregistered", "heartbeat from an unregistered peer: register first")
             return
         if t == "register":
-            return self.on_register(ident, m)
-        h = self.node_handlers.get(t)
+            return self.from_nodes.on_register(ident, m)
+        h = self.node_dispatch.get(t)
         if h is not None:
             if nr is None:
                 return self._error(ident, "unregistered", f"{t} from an unregistered peer: register first")
             if m["node"] != nr.id:
                 return self._error(ident, "bad-node", f"{t} names node {m['node']} but this peer is node {nr.id}")
             return h(nr, m)
-        return self.client_handlers[t](ident, m)
+        return self.client_dispatch[t](ident, m)
 
     def _drain(self):
         r = self.router
@@ -244,7 +247,7 @@ class Daemon(ProcessorManager):
             k.add_reader(self.zap.sock, self.zap.handle)
         for nr in self.nodes:  # nodes registered while the journal was replayed
             if nr.ident is not None and nr.pidfd is None:
-                self._watch(nr, nr.ident)
+                self.from_nodes.watch(nr, nr.ident)
         k.add_deadline(self._tick_due)
         k.after_turn(self._turn)
         now = self.clock()
@@ -293,7 +296,7 @@ class Daemon(ProcessorManager):
             self.kernel.call_at(self.quiet_until, self._wave)
             return
         if self.hb_group == 0 and now >= self.purge_after:
-            self._purge(now)
+            self.from_nodes.purge(now)
         self.registry.heartbeat_wave(now, self.outbox, self.hb_group, HB_GROUPS)
         self.hb_group = (self.hb_group + 1) % HB_GROUPS
         self.kernel.call_at(now + self.hb / HB_GROUPS, self._wave)

@@ -100,8 +100,13 @@ class JobBook:
 
     def __init__(self, journal, events: list):
         self.jobs: dict[int, JobRec] = {}
+        self.next_id = 1  # the id the next submit gets
         self.journal = journal
         self.events = events  # the manager's (topic, frame) list, published after the commit
+
+    def add(self, jr: JobRec) -> None:
+        self.jobs[jr.id] = jr
+        self.next_id = max(self.next_id, jr.id + 1)
 
     def transition(self, jr: JobRec, state: str, t: float, reason=KEEP, event: str | None = None) -> None:
         jr.state = state

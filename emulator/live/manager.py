@@ -1,28 +1,29 @@
 """The processor manager: the wall clock driving the policy objects, without the sockets.
 
-Messages come in (emulator.live.daemon decodes them and calls the ``on_*`` handlers), policy
-inputs go to the policy, decisions come back, and replies, task messages and events go into
-``outbox`` and ``events``, which the daemon sends after the journal commit (a state change
-is on disk before anyone hears of it). Tests drive a daemon's handlers in memory without
-binding its sockets (tests/test_protocol.py).
+Composed of parts with one job each:
 
-This module is the core that both kinds of handler share: the state, the policy inputs and
-the decisions they return, the job lifecycle (finish, kill, fault) and the outgoing messages.
-The handlers are mixins of :class:`ProcessorManager`, split by who sends the message: the
-nodes' registrations, task reports and faults in emulator.live.node_handlers (with the
-decisions on job ends and node faults), the clients' requests in
-emulator.live.client_handlers. They reach the policy only through ``_input`` below.
+==================  =================================================================================
+``registry``        the node table (emulator.live.nodes.NodeRegistry): processes, liveness, heartbeats
+``book``            the job book (emulator.live.jobs.JobBook): the records; ``transition`` is the one
+                    place a job's state changes (journal row and event, once each)
+``port``            the policy port (emulator.live.policy_port.PolicyPort): the one place the policy
+                    is called, live and while the journal is replayed; model time
+``slots``           the gang's slots (emulator.live.gang), inert without a gang policy
+``from_nodes``      what the nodes send (emulator.live.node_handlers.NodeHandlers), node faults
+``from_clients``    the clients' requests (emulator.live.client_handlers.ClientHandlers)
+==================  =================================================================================
+
+The manager itself carries out the policy's decisions (``_started``: a Start starts the job's
+tasks, a SlotSwitch goes to the slots, a Finish confirms what the manager already did) and
+the job lifecycle (``_finish``, ``_fault``, ``_kill_tasks``); replies, task messages and events
+go into ``outbox`` and ``events``, which the daemon (emulator.live.daemon) sends after the
+journal commit (a state change is on disk before anyone hears of it). Tests drive a daemon's
+handlers in memory without binding its sockets (tests/test_protocol.py, on a fake clock:
+tests/test_daemon_clock.py).
 
 The policy is built by ``scheduler.stack.build`` from the cluster's configuration
 (emulator.live.config): ``discipline(reduction(quarantine(allocator)))``, or a gang policy
-over quarantined rows. ``_apply`` is the only place the policy is called, live and while
-replaying the journal (emulator.live.recovery), which is what makes the replay rebuild the
-same state. Its decisions are consumed by type (scheduler.decisions): a Start starts the
-job's tasks, a SlotSwitch goes to the slots component (emulator.live.gang; inert without a
-gang policy), a Finish confirms what the manager already did.
-
-Model time ``now = (monotonic() - t0) / time_unit``; t0 is kept in the journal, and the
-monotonic clock is system-wide, so a restarted daemon continues the same model time.
+over quarantined rows.
 
 A queued job that cannot be allocated at all while the down nodes are out (a 2-cube on a
 3-cube with nodes 1 and 5 down) is *held* by the discipline (scheduler.disciplines.base): it
@@ -32,7 +33,6 @@ blocks no one, and ``mcemu queue`` shows it ``held`` with the reason (``ReqNodeN
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from emulator.live import auth
@@ -40,6 +40,7 @@ from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live import recovery, views
 from emulator.live.client_handlers import ClientHandlers
+from emulator.live.policy_port import PolicyPort
 from emulator.live.gang import slots_for
 from emulator.live.jobs import JobBook, JobRec
 from emulator.live.kernel import WallClock
@@ -47,8 +48,6 @@ from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
 from scheduler.decisions import SlotSwitch, Start
 from scheduler.stack import build
-
-log = logging.getLogger("mcemu.daemon")
 
 # While a job's tasks are starting (its ``run`` messages sent, not every ``task_started`` back
 # yet), the heartbeat waves and snapshots wait, at most this many seconds: on two cores a
@@ -59,7 +58,7 @@ log = logging.getLogger("mcemu.daemon")
 START_QUIET = 0.05
 
 
-class ProcessorManager(NodeHandlers, ClientHandlers):
+class ProcessorManager:
     def __init__(self, home: Path, config: dict | None = None, grace: float = 5.0, snapshot_every: float = 1.0,
                  fsync: bool = False, clock=None):
         self.home = Path(home)
@@ -80,18 +79,18 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         self.max_requeue = int(cfg["max_requeue"])
         self.grace = grace
         self.snapshot_every = snapshot_every
-        self.t0 = float(meta["t0"]) if "t0" in meta else self.clock()
         self.registry = NodeRegistry(self.topology, self.down, float(cfg["heartbeat"]), int(cfg["liveness"]))
         self.hb, self.liveness, self.expiry = self.registry.hb, self.registry.liveness, self.registry.expiry
         # the registry's containers, read by the hot paths without a hop
         self.nodes = self.registry.nodes
         self.by_ident = self.registry.by_ident
         self.slots = slots_for(self)
-        self.next_id = 1
         self.outbox: list = []  # (ident, frame) to send after the journal commit
         self.events: list = []  # (topic, frame) to publish after it
         self.book = JobBook(self.journal, self.events)
         self.jobs: dict[int, JobRec] = self.book.jobs
+        self.port = PolicyPort(self.stack, self.journal, self.book, self.clock,
+                               float(meta["t0"]) if "t0" in meta else self.clock(), self.time_unit)
         self.starting: set[int] = set()  # jobs whose tasks are starting (see START_QUIET)
         self.quiet_until = 0.0
         self.replaying = False
@@ -101,57 +100,28 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         # routing id -> auth.Principal of the tcp peers (emulator.live.daemon fills it from the
         # ZAP handler's User-Id); a peer not in it is LOCAL (ipc, or tcp with --insecure)
         self.peers: dict = {}
-        self._last_t = 0.0
+        self.from_nodes = NodeHandlers(self)
+        self.from_clients = ClientHandlers(self)
         self.recovered = recovery.replay(self, grace)
         # after the replay: a journal it failed on keeps its own settings
         self.journal.set_meta(config=cfg, t0=self.t0, format=configmod.FORMAT)
 
     def now(self) -> float:
-        t = (self.clock() - self.t0) / self.time_unit
-        if t < self._last_t:  # a reboot reset the monotonic clock: never go backwards
-            self.t0 -= (self._last_t - t) * self.time_unit
-            t = self._last_t
-        self._last_t = t
-        return t
+        return self.port.now()
 
-    # ------------------------------------------------------------------ policy inputs
+    @property
+    def t0(self) -> float:
+        return self.port.t0
 
-    def _apply(self, kind, t, job=None, node=None, data=None) -> list:
-        """Journal event -> policy call -> decisions (the only place the policy is called)."""
-        p = self.policy
-        if kind == "submit":
-            jr = JobRec(job, data["request"], data["runtime"], data.get("name", ""), data.get("command"),
-                        data.get("burn", False), t, data.get("owner"), data.get("user"))
-            out = p.arrive(jr.job, t)  # a refusal raises here, before anything is registered
-            self.jobs[job] = jr
-            self.next_id = max(self.next_id, job + 1)
-            return out
-        if kind in ("depart", "fail"):
-            return p.depart(job, t)
-        if kind == "cancel":
-            return p.cancel(job, t)
-        if kind == "requeue":
-            jr = self.jobs[job]
-            out = p.depart(job, t)
-            jr.requeue()
-            return out + p.arrive(jr.job, t)
-        if kind == "tick":
-            return p.tick(t)
-        if kind == "node_down":
-            return self.stack.mark_down(node, t)  # jobs that cannot fit without it are held
-        if kind == "node_up":
-            return self.stack.mark_up(node, t)
-        raise ValueError(f"unknown journal event {kind!r}")
+    @property
+    def next_id(self) -> int:
+        return self.book.next_id
+
+    # ------------------------------------------------------------------ policy inputs and decisions
 
     def _input(self, kind, job=None, node=None, data=None, t=None):
-        """Journal a policy input and apply it; returns its model time."""
-        t = self.now() if t is None else t
-        self.journal.event(kind, t, job, node, data)
-        try:
-            decisions = self._apply(kind, t, job, node, data)
-        except BaseException:
-            self.journal.retract()
-            raise
+        """Journal a policy input, apply it and carry out its decisions; returns its model time."""
+        t, decisions = self.port.input(kind, job, node, data, t)
         self._started(decisions, t)
         return t
 
@@ -229,31 +199,6 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
         if jr.state == "queued":
             self.book.record(jr)
 
-    # ------------------------------------------------------------------ watched node processes
-
-    def _watch(self, nr, ident) -> None:
-        """Watch node ``nr``'s process when it is one of this host's (nodes.NodeRegistry.watch):
-        its end is then known at once (``_exited``), not after heartbeats are missed."""
-        self._unwatch(nr)
-        if self.kernel is None:
-            return
-        fd = self.registry.watch(nr, local=self.principal_of(ident) is auth.LOCAL)
-        if fd is not None:
-            self.kernel.add_reader(fd, lambda: self._exited(nr))
-
-    def _unwatch(self, nr) -> None:
-        if nr.pidfd is not None:
-            if self.kernel is not None:
-                self.kernel.remove_reader(nr.pidfd)  # before the fd number can be reused
-            self.registry.unwatch(nr)
-
-    def _exited(self, nr) -> None:
-        pid = nr.pid
-        self._unwatch(nr)
-        if nr.id not in self.down:
-            log.info("node %d: its process %s ended: down", nr.id, pid)
-            self._node_down(nr, f"process {pid} ended")
-
     # ------------------------------------------------------------------ who sent it, the views
 
     def principal_of(self, ident) -> auth.Principal:
@@ -267,6 +212,15 @@ class ProcessorManager(NodeHandlers, ClientHandlers):
 
     def nodes_view(self) -> list[dict]:
         return views.node_rows(self)
+
+    def node_state(self, n: int) -> str:
+        """down, idle, busy, or (a gang's node whose jobs are all kept in) suspended."""
+        nr = self.nodes[n]
+        if n in self.down:
+            return "down"
+        if not nr.jobs:
+            return "idle"
+        return self.slots.busy_state(nr)
 
     # ------------------------------------------------------------------ outgoing
 

@@ -1,13 +1,14 @@
-"""The handlers of what the nodes send: a mixin of emulator.live.manager.ProcessorManager.
+"""The handlers of what the nodes send: the manager's ``from_nodes`` (emulator.live.manager).
 
 A node agent registers (``on_register``, with the tasks it still runs and the ones that ended
 while it was away: ``_reconcile``), reports its tasks (``on_task_started``, ``on_task_done``),
 answers gang slot switches (emulator.live.gang ``on_switched``) and leaves (``on_bye``); a
-node whose heartbeats stop is purged by the daemon's loop (``_purge``). The daemon checks
+node whose heartbeats stop is purged by the daemon's loop (``purge``). The daemon checks
 first that the peer is registered as the node it names (emulator.live.daemon ``handle``).
-These handlers use the manager's state (``jobs``, ``nodes``, ``registry``, ``down``) and its
-core (``_input``, ``_fault``, ``_finish``, ``_send_run``, ``_emit_*``); they call the policy
-only through ``_input``.
+These handlers use the manager's parts (``book``, ``registry``, ``down``) and its core
+(``_input``, ``_fault``, ``_finish``, ``_send_run``, ``_emit_node``); they call the policy
+only through ``_input``. They also watch the node processes of this host (``watch``: a pidfd
+on the kernel, emulator.live.nodes), so a death is known at once.
 
 Decisions of this implementation:
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import logging
 
+from emulator.live import auth
 from emulator.live import protocol as P
 
 log = logging.getLogger("mcemu.daemon")
@@ -36,122 +38,147 @@ log = logging.getLogger("mcemu.daemon")
 
 class NodeHandlers:
     """``on_*(nr, m)`` for a registered node's messages (``on_register(ident, m)`` before that),
-    task reports, node faults and the nodes' states."""
+    task reports, node faults and the watching of node processes."""
+
+    def __init__(self, manager):
+        self.m = manager
 
     # ------------------------------------------------------------------ tasks
 
     def _task_done(self, nr, jid, att, rank, status, usage, error):
-        self.outbox.append((nr.ident, P.encode_unchecked("ack", job=jid, attempt=att, rank=rank)))
-        jr = self.jobs.get(jid)
+        m = self.m
+        m.outbox.append((nr.ident, P.encode_unchecked("ack", job=jid, attempt=att, rank=rank)))
+        jr = m.jobs.get(jid)
         if jr is None or jr.state != "running" or jr.attempt != att or rank in jr.done:
             return
         if rank >= len(jr.nodes) or jr.nodes[rank] != nr.id:
             return
         if jr.task_done(rank, status, usage, error):
-            self._finish(jr, "completed" if all(s == 0 for s in jr.exit) else "failed", self.now())
+            m._finish(jr, "completed" if all(s == 0 for s in jr.exit) else "failed", m.now())
         else:
-            self.book.record(jr)
+            m.book.record(jr)
 
-    # ------------------------------------------------------------------ nodes
+    def on_task_done(self, nr, msg):
+        self._task_done(nr, msg["job"], msg["attempt"], msg["rank"], msg["status"], msg["usage"], msg.get("error"))
 
-    def node_state(self, n: int) -> str:
-        """down, idle, busy, or (a gang's node whose jobs are all kept in) suspended."""
-        nr = self.nodes[n]
-        if n in self.down:
-            return "down"
-        if not nr.jobs:
-            return "idle"
-        return self.slots.busy_state(nr)
-
-    def _node_down(self, nr, why: str):
-        if nr.id in self.down:
+    def on_task_started(self, nr, msg):
+        m = self.m
+        jr = m.jobs.get(msg["job"])
+        if jr is None or jr.state != "running" or jr.attempt != msg["attempt"]:
             return
-        t = self._input("node_down", node=nr.id)
-        self.registry.detach(nr)
-        self._emit_node(nr.id, "down", t)
+        if msg["rank"] >= len(jr.nodes) or jr.nodes[msg["rank"]] != nr.id:
+            return  # a node reports only on the tasks placed on it
+        jr.started.add(msg["rank"])
+        jr.pids[msg["rank"]] = msg["pid"]
+        if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
+            jr.all_started_wall = m.clock()
+            m.book.publish(jr, m.now(), "started")
+            m.starting.discard(jr.id)
+            if not m.starting:
+                m.quiet_until = 0.0
+
+    # ------------------------------------------------------------------ nodes down
+
+    def node_down(self, nr, why: str):
+        m = self.m
+        if nr.id in m.down:
+            return
+        t = m._input("node_down", node=nr.id)
+        m.registry.detach(nr)
+        m._emit_node(nr.id, "down", t)
         for jid in sorted(nr.jobs):
-            jr = self.jobs[jid]
+            jr = m.jobs[jid]
             if jr.state == "running":
-                self._fault(jr, nr.id, f"node {nr.id} {why}")
+                m._fault(jr, nr.id, f"node {nr.id} {why}")
         nr.jobs.clear()
 
-    def _purge(self, wall: float):
-        for nr in self.registry.expired(wall):
-            if nr.id not in self.down:  # an earlier node's faults may not have changed that
+    def purge(self, wall: float):
+        """Down the nodes that fell silent (emulator.live.nodes.NodeRegistry.expired)."""
+        for nr in self.m.registry.expired(wall):
+            if nr.id not in self.m.down:  # an earlier node's faults may not have changed that
                 log.info("node %d missed its heartbeats: down", nr.id)
-                self._node_down(nr, "missed its heartbeats")
+                self.node_down(nr, "missed its heartbeats")
 
-    # ------------------------------------------------------------------ node messages
+    def on_bye(self, nr, msg):
+        self.unwatch(nr)
+        self.node_down(nr, "left")
 
-    def on_register(self, ident, m):
-        n = m["node"]
-        if n >= self.topology.size:
-            return self._error(ident, "bad-node", f"node {n} is not in {self.topology} (0..{self.topology.size - 1})")
-        nr = self.nodes[n]
-        p = self.principal_of(ident)
+    # ------------------------------------------------------------------ watched node processes
+
+    def watch(self, nr, ident) -> None:
+        """Watch node ``nr``'s process when it is one of this host's (nodes.NodeRegistry.watch):
+        its end is then known at once (``exited``), not after heartbeats are missed."""
+        m = self.m
+        self.unwatch(nr)
+        if m.kernel is None:
+            return
+        fd = m.registry.watch(nr, local=m.principal_of(ident) is auth.LOCAL)
+        if fd is not None:
+            m.kernel.add_reader(fd, lambda: self.exited(nr))
+
+    def unwatch(self, nr) -> None:
+        if nr.pidfd is not None:
+            if self.m.kernel is not None:
+                self.m.kernel.remove_reader(nr.pidfd)  # before the fd number can be reused
+            self.m.registry.unwatch(nr)
+
+    def exited(self, nr) -> None:
+        pid = nr.pid
+        self.unwatch(nr)
+        if nr.id not in self.m.down:
+            log.info("node %d: its process %s ended: down", nr.id, pid)
+            self.node_down(nr, f"process {pid} ended")
+
+    # ------------------------------------------------------------------ registration
+
+    def on_register(self, ident, msg):
+        m = self.m
+        n = msg["node"]
+        if n >= m.topology.size:
+            return m._error(ident, "bad-node", f"node {n} is not in {m.topology} (0..{m.topology.size - 1})")
+        nr = m.nodes[n]
+        p = m.principal_of(ident)
         if (nr.ident is not None and nr.ident != ident and nr.principal is not None and nr.principal != p
-                and self.clock() - nr.last < self.expiry):
-            return self._error(ident, "forbidden", f"node {n} is played by a live connection of another "
-                                                   f"principal ({nr.principal.name!r})")
+                and m.clock() - nr.last < m.expiry):
+            return m._error(ident, "forbidden", f"node {n} is played by a live connection of another "
+                                                f"principal ({nr.principal.name!r})")
         nr.principal = p
-        new_incarnation = self.registry.attach(ident, nr, m["pid"], m["host"], self.clock())
-        self._watch(nr, ident)
-        self.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=self.hb, liveness=self.liveness)))
+        new_incarnation = m.registry.attach(ident, nr, msg["pid"], msg["host"], m.clock())
+        self.watch(nr, ident)
+        m.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=m.hb, liveness=m.liveness)))
         if new_incarnation:
             for jid in sorted(nr.jobs):
-                jr = self.jobs[jid]
+                jr = m.jobs[jid]
                 if jr.state == "running":
-                    self._fault(jr, n, f"node {n} restarted")
+                    m._fault(jr, n, f"node {n} restarted")
             nr.jobs.clear()
-        self._reconcile(nr, ident, m)
-        self.slots.resend(nr)  # adopted tasks get the current slot
-        if n in self.down:
-            t = self._input("node_up", node=n, data={"pid": nr.pid, "host": nr.host})
-            self._emit_node(n, "idle", t)
+        self._reconcile(nr, ident, msg)
+        m.slots.resend(nr)  # adopted tasks get the current slot
+        if n in m.down:
+            t = m._input("node_up", node=n, data={"pid": nr.pid, "host": nr.host})
+            m._emit_node(n, "idle", t)
 
-    def _reconcile(self, nr, ident, m):
+    def _reconcile(self, nr, ident, msg):
         """The tasks a (re)registering node reports against what runs there: finished ones are
         counted once, alive ones adopted, unknown ones killed, missing ones sent again."""
-        n = nr.id
-        for d in m.get("finished") or ():
+        m, n = self.m, nr.id
+        for d in msg.get("finished") or ():
             self._task_done(nr, d["job"], d["attempt"], d["rank"], d["status"], d["usage"], None)
-        alive = {(d["job"], d["attempt"]): d for d in m.get("tasks") or ()}
+        alive = {(d["job"], d["attempt"]): d for d in msg.get("tasks") or ()}
         for (jid, att), d in alive.items():
-            jr = self.jobs.get(jid)
+            jr = m.jobs.get(jid)
             if jr and jr.state == "running" and jr.attempt == att and n in jr.nodes:
                 jr.started.add(d["rank"])
                 jr.pids[d["rank"]] = d["pid"]
             else:
-                self.outbox.append((ident, P.encode_unchecked("kill", job=jid, attempt=att)))
+                m.outbox.append((ident, P.encode_unchecked("kill", job=jid, attempt=att)))
         for jid in sorted(nr.jobs):
-            jr = self.jobs[jid]
+            jr = m.jobs[jid]
             if jr.state != "running":
                 continue
             rank = jr.nodes.index(n)
             if (jid, jr.attempt) not in alive and rank not in jr.done:
-                self._send_run(jr, rank, n)
-
-    def on_task_done(self, nr, m):
-        self._task_done(nr, m["job"], m["attempt"], m["rank"], m["status"], m["usage"], m.get("error"))
-
-    def on_task_started(self, nr, m):
-        jr = self.jobs.get(m["job"])
-        if jr is None or jr.state != "running" or jr.attempt != m["attempt"]:
-            return
-        if m["rank"] >= len(jr.nodes) or jr.nodes[m["rank"]] != nr.id:
-            return  # a node reports only on the tasks placed on it
-        jr.started.add(m["rank"])
-        jr.pids[m["rank"]] = m["pid"]
-        if len(jr.started) == len(jr.nodes) and jr.all_started_wall is None:
-            jr.all_started_wall = self.clock()
-            self.book.publish(jr, self.now(), "started")
-            self.starting.discard(jr.id)
-            if not self.starting:
-                self.quiet_until = 0.0
-
-    def on_bye(self, nr, m):
-        self._unwatch(nr)
-        self._node_down(nr, "left")
+                m._send_run(jr, rank, n)
 
 
 __all__ = ["NodeHandlers"]

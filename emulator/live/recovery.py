@@ -3,7 +3,7 @@
 The journal (emulator.live.journal) holds every input the daemon gave its policy, in order,
 with its model time. The policy objects are deterministic functions of these inputs, so
 ``replay`` feeds them through the very code that handles them live
-(``ProcessorManager._apply`` and ``_started`` with ``replaying`` set: no message is sent, no
+(``PolicyPort.apply`` and ``ProcessorManager._started`` with ``replaying`` set: no message is sent, no
 ``start`` is journaled again), which rebuilds the allocator, the discipline or gang policy,
 the down set, which nodes every running job holds, and the current gang slot. The journal's
 ``jobs`` table then supplies what the inputs cannot (exit codes, usage, reasons).
@@ -62,7 +62,7 @@ def replay(m, grace: float) -> int:
     try:
         for kind, t, job, node, data in m.journal.events():
             n_events += 1
-            m._last_t = max(m._last_t, t)
+            m.port.last_t = max(m.port.last_t, t)
             if kind == "start":
                 continue  # a decision, not an input: the replay makes it again
             if kind in ("depart", "fail", "cancel", "requeue") and job in m.jobs:
@@ -70,11 +70,11 @@ def replay(m, grace: float) -> int:
                     m.nodes[n].jobs.discard(job)
             if kind == "node_up" and data:
                 incarnations[node] = (data.get("pid"), data.get("host"))
-            m._started(m._apply(kind, t, job, node, data), t)
+            m._started(m.port.apply(kind, t, job, node, data), t)
     finally:
         m.replaying = False
     _restore_job_rows(m)
-    m.next_id = max(m.next_id, m.journal.max_job_id() + 1)
+    m.book.next_id = max(m.book.next_id, m.journal.max_job_id() + 1)
     m.registry.expect_back(incarnations, m.clock(), grace)
     if n_events:
         running = sum(1 for j in m.jobs.values() if j.state == "running")
