@@ -3,6 +3,7 @@ policy's timer, the work-model hooks, and that every virtual-time driver runs on
 schedule is worked out by hand in the comments."""
 from __future__ import annotations
 
+import gc
 import random
 import re
 from pathlib import Path
@@ -11,8 +12,12 @@ from types import SimpleNamespace
 import pytest
 
 from emulator.sim import engine as engine_mod
-from emulator.sim.engine import ARRIVE, DEPART, LAST, MODEL, REJECT, TIMER, Engine, FixedRuntime
+from emulator.sim import gang as gang_sim
+from emulator.sim import simulator
+from emulator.sim.engine import ARRIVE, DEPART, LAST, MODEL, REJECT, TIMER, Engine, FixedRuntime, cycle_gc_paused
+from scheduler import allocators
 from scheduler.decisions import Start
+from scheduler.disciplines.fcfs import FCFS
 from scheduler.jobs import Job
 from scheduler.timer import next_timer
 from scheduler.topology import Request, RequestError
@@ -150,9 +155,6 @@ def test_timers_false_never_ticks_and_a_plain_discipline_is_not_asked():
     p = Script(lambda log: 0.5)
     Engine(p, [J("A", 0, 1)], timers=False).run()
     assert [x for x in p.log if x[0] == "tick"] == []
-    from scheduler import allocators
-    from scheduler.disciplines.fcfs import FCFS
-
     a = allocators.create("naive", "hypercube:1")
     assert Engine(FCFS(a.topology, a)).timers is False  # next_wakeup not overridden: never called
 
@@ -293,9 +295,6 @@ def test_a_work_model_timer_comes_first_at_equal_times():
 
 
 def test_both_simulators_run_on_the_engine(monkeypatch):
-    from emulator.sim import gang as gang_sim
-    from emulator.sim import simulator
-
     used = []
 
     class Counting(Engine):
@@ -341,10 +340,6 @@ def test_progress_is_reported_every_16384_events():
 
 
 def test_cycle_gc_paused_restores_the_collector():
-    import gc
-
-    from emulator.sim.engine import cycle_gc_paused
-
     was = gc.isenabled()
     try:
         gc.enable()
@@ -367,10 +362,6 @@ def test_cycle_gc_paused_moves_what_it_made_to_the_oldest_generation():
     """What was made during the pause is not left for one young collection over all of it at
     the next allocation: it is in the oldest generation and the young count starts afresh.
     Objects someone else froze stay frozen."""
-    import gc
-
-    from emulator.sim.engine import cycle_gc_paused
-
     class Node:
         pass
 

@@ -4,13 +4,17 @@ experiments' points using the same formulas."""
 from __future__ import annotations
 
 import math
+import random
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from emulator.monitor.model import MonitorState
 from emulator.sim import metrics as M
 from emulator.sim.engine import ARRIVE, DEPART, REJECT, TIMER
+from emulator.sim.simulator import Simulation
+from emulator.sim.workloads import generate
 from scheduler.decisions import Start
 from scheduler.jobs import Job
 from scheduler.stack import StackConfig, build
@@ -55,10 +59,6 @@ def test_ls_ratio_and_per_size_means():
 def test_per_job_sums_run_in_completion_order():
     """The per-size and L/S sums add the values one after the other in completion order, as
     a Python loop does (numpy's own sum adds pairwise: other rounding, other numbers)."""
-    import random
-
-    import numpy as np
-
     rng = random.Random(5)
     waits = [rng.random() * 1000 for _ in range(300)]
     tats = [w + 0.3 for w in waits]
@@ -175,9 +175,6 @@ def test_the_batched_observer_gives_the_numbers_of_the_called_one(scheduler, all
     """The engine notes each event for the metrics (their ``batch`` hooks) when they are its
     only observer; with a second observer (here ``progress``) it calls ``observe``. Same
     numbers, same records, whether or not the run ends at a time."""
-    from emulator.sim.simulator import Simulation
-    from emulator.sim.workloads import generate
-
     for until in (None, 300.0):
         runs = []
         for progress in (None, lambda now, done: None):

@@ -8,9 +8,11 @@ import random
 import pytest
 
 from emulator.sim.simulator import Simulation, SimulationError, ls_ratio, simulate
+from scheduler import allocators
+from scheduler.disciplines.fcfs import FCFS
 from scheduler.jobs import Job
 from scheduler.stack import StackConfig, StackError, build
-from scheduler.topology import Request
+from scheduler.topology import Request, parse_topology
 
 
 def stack_policy(topology, allocator, scheduler, **kw):
@@ -117,9 +119,6 @@ def test_ls_ratio():
 def test_run_to_completion_ends_at_the_last_departure_despite_a_pending_timer():
     # a discipline that always keeps a far timer (as lazy's starvation threshold can) must
     # not stretch a run-to-completion past its last job
-    from scheduler.disciplines.fcfs import FCFS
-    from scheduler import allocators
-
     class FarTimer(FCFS):
         def next_wakeup(self):
             return self.now + 1000.0
@@ -204,10 +203,6 @@ def test_a_count_that_ends_the_run_before_T_measures_up_to_the_stop():
 def test_a_withdrawn_timer_does_not_fire():
     # The daemon asks next_wakeup() afresh and ticks only when it names a time; the simulator
     # must agree: a timer the discipline withdraws (None) is not fired later.
-    from scheduler import allocators
-    from scheduler.disciplines.fcfs import FCFS
-    from scheduler.topology import parse_topology
-
     class Withdrawing(FCFS):
         def __init__(self, *a):
             super().__init__(*a)

@@ -3,13 +3,14 @@ every --param form, every registered policy behind the one interface, and down n
 of discipline and gang placements alike (pure: no processes)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from scheduler import disciplines, gang
-from scheduler.decisions import Finish, Policy, SlotSwitch, Start
+from scheduler.decisions import START_SETTERS, Finish, Policy, SlotSwitch, Start, new_start
 from scheduler.jobs import Job
 from scheduler.quarantine import Quarantine
 from scheduler.registry import UnknownPolicy
@@ -202,10 +203,6 @@ def test_every_change_of_the_down_set_reaches_the_quarantines(change):
 def test_the_fast_starts_equal_the_dataclass_start():
     """new_start and fcfs's arrival (which sets START_SETTERS itself) make the Start the
     dataclass would: every field set, equal, frozen."""
-    import dataclasses
-
-    from scheduler.decisions import START_SETTERS, new_start
-
     assert [f.name for f in dataclasses.fields(Start)] == ["job", "allocation", "time", "row", "node"]
     assert len(START_SETTERS) == len(dataclasses.fields(Start))
     d = build(StackConfig("hypercube:3", "buddy", "fcfs")).policy

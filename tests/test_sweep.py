@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from emulator.cli import main
+from emulator.sim import swf
 from emulator.sweep import Sweep, SweepError
 from emulator.sweep.point import scaled_jobs
 
@@ -147,8 +148,6 @@ def test_trace_sweep_scales_the_load(tmp_path, capsys):
                   for x in (0.4, 0.8))
         assert hi["metrics"]["mean_queueing_delay"]["mean"] >= lo["metrics"]["mean_queueing_delay"]["mean"]
     # the scaling itself: offered load = processor-time asked / (nodes x span)
-    from emulator.sim import swf
-
     jobs = list(swf.read_jobs(str(trace), "hypercube:4"))
     scaled = scaled_jobs(jobs, "hypercube:4", 0.5)
     span = scaled[-1].submit - scaled[0].submit
