@@ -100,6 +100,9 @@ def test_reader_callback_runs_when_readable():
 def test_signal_runs_in_the_loop():
     k = Kernel()
     got = []
+    before = []
+    signal.signal(signal.SIGUSR1, lambda *_: before.append(1))
+    previous = signal.getsignal(signal.SIGUSR1)
     k.on_signal(signal.SIGUSR1, lambda: (got.append("usr1"), k.stop()))
     k.call_later(0.01, lambda: os.kill(os.getpid(), signal.SIGUSR1))
     k.call_later(5.0, k.stop)
@@ -107,8 +110,9 @@ def test_signal_runs_in_the_loop():
         k.run()
     finally:
         k.close()
-    assert got == ["usr1"]
-    assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+    assert got == ["usr1"] and before == []
+    assert signal.getsignal(signal.SIGUSR1) is previous  # close puts the previous handler back
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("precise", [False, True])

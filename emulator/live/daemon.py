@@ -46,6 +46,7 @@ from emulator.live import protocol as P
 from emulator.live import sockets
 from emulator.live.kernel import Kernel
 from emulator.live.manager import ProcessorManager
+from scheduler.timer import next_timer
 from emulator.live.views import _jsonable  # noqa: F401  (tests and tools import it from here)
 
 log = logging.getLogger("mcemu.daemon")
@@ -68,6 +69,7 @@ class Daemon(ProcessorManager):
         self.kernel = kernel
         self.wire: list = []  # what was sent, when serving without sockets (a test's in-memory transport)
         self.hb_group = 0
+        self.timer_at = self.last_tick = None  # the policy's pending timer (model time) and last tick
         self.tick_floor = 0.0  # no tick before this: a policy timer that does not advance (see _tick)
         self.purge_after = 0.0  # no purge before this: the daemon itself was late (see _drain)
         self.listen = listen
@@ -260,22 +262,29 @@ class Daemon(ProcessorManager):
 
     def _tick_due(self):
         """When the policy's timer is due, in the kernel's clock (None: no timer)."""
-        wake = self.policy.next_wakeup()
-        if wake is None:
+        self._retime(self.now())  # an input outside a turn (recovery, a test) may have moved it
+        if self.timer_at is None:
             return None
-        return max(wake * self.time_unit + self.t0, self.tick_floor)
+        return max(self.port.wall(self.timer_at), self.tick_floor)
+
+    def _retime(self, now: float) -> None:
+        self.timer_at = next_timer(self.policy.next_wakeup(), now, self.timer_at, self.last_tick)
 
     def _tick(self):
-        # the live form of the engine's timer rule (emulator.sim.engine): a wake-up at or before
-        # now is taken; one that does not advance past the tick it caused waits one heartbeat
-        # interval instead of spinning (in virtual time, "not twice at the same instant")
-        wake = self.policy.next_wakeup()
-        if wake is None or wake > self.now() or self.clock() < self.tick_floor:
+        """The engine's timer rule (scheduler.timer), in live time: after the turn's events the
+        pending timer is asked afresh, and fired once the clock reaches it. The one live
+        addition: a timer that does not advance past its own tick is not taken again for one
+        heartbeat interval (the "same instant" of the rule, where no two instants are equal)."""
+        now = self.now()
+        self._retime(now)
+        if self.timer_at is None or self.timer_at > now or self.clock() < self.tick_floor:
             return
-        self._input("tick")
-        w2 = self.policy.next_wakeup()
-        if w2 is not None and w2 <= self.now():
+        self.last_tick = now
+        self._input("tick", t=now)
+        w = self.policy.next_wakeup()
+        if w is not None and w <= now:
             self.tick_floor = self.clock() + self.hb
+        self._retime(now)
 
     def _turn(self):
         """The end of every turn: the policy's timer, then what the turn caused goes out."""

@@ -95,6 +95,7 @@ class Kernel:
         self._deadlines: list = []
         self._after: list = []
         self._signals: dict[int, object] = {}
+        self._saved: dict[int, object] = {}  # the handlers before on_signal, put back by close
         self._wake_r = None
         self.running = False
 
@@ -146,6 +147,8 @@ class Kernel:
             signal.set_wakeup_fd(w)
             self._wake_r, self._wake_w = r, w
             self.add_reader(r, self._dispatch_signals)
+        if int(signum) not in self._signals:
+            self._saved[int(signum)] = signal.getsignal(signum)
         self._signals[int(signum)] = cb
         signal.signal(signum, _noop)
 
@@ -223,9 +226,11 @@ class Kernel:
         self.running = False
 
     def close(self) -> None:
-        """Give the signals back to their defaults and close the wake-up pipe."""
+        """Give the signals back the handlers they had before ``on_signal`` and close the
+        wake-up pipe."""
         for signum in self._signals:
-            signal.signal(signum, signal.SIG_DFL)
+            saved = self._saved.pop(signum, None)
+            signal.signal(signum, saved if saved is not None else signal.SIG_DFL)
         self._signals.clear()
         if self._wake_r is not None:
             signal.set_wakeup_fd(-1)
