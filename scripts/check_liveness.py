@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="runs of each case (default 5)")
     ap.add_argument("--hogs", default="0,2", help="comma-separated hog counts, one case each (default 0,2)")
-    ap.add_argument("--iterations", type=int, default=100, help="measured messages per path (default 100)")
+    ap.add_argument("--iterations", type=int, default=30, help="measured messages per path (default 30)")
     ap.add_argument("--topology", default="mesh:8x8")
     ap.add_argument("--no-kill", action="store_true", help="skip the SIGKILL check")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a run's jobs may take")
