@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from emulator.cli import main
 from emulator.sim.network import simulate_network
-from scheduler.network import Channels, NetworkError, Path, Traffic, Wormhole, parse_job
+from scheduler.network import Channels, NetworkDriver, NetworkError, Path, Traffic, Wormhole, parse_job
 from scheduler.network.layout import check_disjoint, job_from_dict
 from scheduler.network.patterns import pattern_pairs
 from scheduler.topology import Mesh
@@ -243,7 +243,7 @@ def test_bad_model_input():
     with pytest.raises(NetworkError, match="MTBS"):
         Path(0, 1, float("nan"))
     with pytest.raises(NetworkError, match="iterations"):
-        Traffic(net).add(Path(0, 1, 0.0), iterations=0)
+        Traffic(NetworkDriver(net)).add(Path(0, 1, 0.0), iterations=0)
 
 
 @pytest.mark.parametrize("argv,needle", [

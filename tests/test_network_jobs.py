@@ -7,13 +7,13 @@ import json
 import pytest
 
 from emulator import cli
-from emulator.sim.comm import CommWork, comm_jobs
+from emulator.sim.comm_work import CommWork, comm_jobs
 from emulator.sim.engine import Engine
 from emulator.sim.simulator import Simulation
 from emulator.sim.workloads import Workload
 from scheduler import allocators
 from scheduler.allocators.ch6_rules import MultipleBuddyCh6
-from scheduler.comm import Comm, CommError, CommRequest, communicating, parse_comm
+from scheduler.comm_profile import CommProfile, CommProfileError, CommRequest, communicating, parse_comm
 from scheduler.jobs import Job
 from scheduler.stack import StackConfig, build
 from scheduler.topology import Request, parse_topology
@@ -39,7 +39,7 @@ def job(i, submit, w, h, comm, topology="mesh:8x8", runtime=1.0):
 def test_one_path_alone_runs_k_times_its_contention_free_latency(allocator):
     # a 5x1 job whose one path goes from rank 0 to rank 4: d = 4 hops on a row, MTBS 0, K = 7
     K, d = 7, 4
-    comm = Comm("pairs", 0, K, (("paths", "0-4"),))
+    comm = CommProfile("pairs", 0, K, (("paths", "0-4"),))
     flits = K * (d + L - 1)
     # one job time unit = one flit time: the run time is the flit count exactly
     r = run("mesh:8x8", allocator, [job(1, 0.0, 5, 1, comm)], unit_us=T).comm[0]
@@ -54,7 +54,7 @@ def test_one_path_alone_runs_k_times_its_contention_free_latency(allocator):
 
 
 def test_contiguous_and_scattered_placement_change_the_run_time():
-    comm = Comm("transpose", 0, 5)
+    comm = CommProfile("transpose", 0, 5)
     times = {a: run("mesh:8x8", a, [job(1, 0.0, 4, 4, comm)]).comm[0] for a in ("first-fit", "naive")}
     # naive lays the logical 4x4 along two 8-node rows: longer, more overlapping transpose paths
     assert times["naive"]["run_time"] > times["first-fit"]["run_time"]
@@ -65,7 +65,7 @@ def test_two_jobs_share_one_network():
     # naive on an 8x8 mesh: a 2x2 job on nodes 0..3, a 4x4 job on 4..19, a 2x2 job on 20..23.
     # The 4x4 job with silent neighbours, then with neighbours that communicate: the same nodes,
     # but its paths along row 0 now meet theirs
-    comm, busy = Comm("transpose", 0, 5), Comm("transpose", 0, 200)
+    comm, busy = CommProfile("transpose", 0, 5), CommProfile("transpose", 0, 200)
 
     def plain(i):
         return Job(i, 0.0, Request.submesh(2, 2), 1000.0)
@@ -124,7 +124,7 @@ def test_the_network_result_does_not_depend_on_how_the_engine_cuts_time():
 
 
 def test_a_hypercube_works_too():
-    comm = Comm("ring", 0, 3)
+    comm = CommProfile("ring", 0, 3)
     topo = parse_topology("hypercube:4")
     r = run(topo, "buddy", [communicating(Job(1, 0.0, Request.cube(2), 1.0), comm, topo)]).comm[0]
     assert r["paths"] == 4 and r["run_time"] > 0
@@ -134,16 +134,16 @@ def test_a_folded_allocation_is_refused():
     topo = parse_topology("mesh:8x8")
     model = CommWork(topo, unit_us=1.0)
     policy = build(StackConfig(topo, "first-fit", "fcfs", reduction="limit:greedy")).policy
-    big = job(2, 0.0, 8, 8, Comm("transpose", 0, 1))
+    big = job(2, 0.0, 8, 8, CommProfile("transpose", 0, 1))
     with pytest.raises(ValueError, match="folded"):
-        Simulation(policy, [job(1, 0.0, 2, 2, Comm("transpose", 0, 50)), big], model=model).run()
+        Simulation(policy, [job(1, 0.0, 2, 2, CommProfile("transpose", 0, 50)), big], model=model).run()
 
 
 # ------------------------------------------------------------------ the chapter-6 rules
 
 
 def creq(w, h, mtbs, pattern="transpose", k=1):
-    return CommRequest("submesh", w, h, Comm(pattern, mtbs, k))
+    return CommRequest("submesh", w, h, CommProfile(pattern, mtbs, k))
 
 
 def test_naive_ch6_skips_the_processors_that_would_surround_a_busy_job():
@@ -272,5 +272,5 @@ def test_bad_communication_input_is_a_one_line_error(argv, message, capsys):
 
 
 def test_a_pattern_that_does_not_fit_names_the_job():
-    with pytest.raises(CommError, match="job 7: transpose on a 3x2 job"):
-        communicating(Job(7, 0.0, Request.submesh(3, 2), 1.0), Comm("transpose", 0, 1), parse_topology("mesh:8x8"))
+    with pytest.raises(CommProfileError, match="job 7: transpose on a 3x2 job"):
+        communicating(Job(7, 0.0, Request.submesh(3, 2), 1.0), CommProfile("transpose", 0, 1), parse_topology("mesh:8x8"))

@@ -4,7 +4,7 @@ Every ``mcemu`` command imports this module to build its parser, so what a simul
 is imported inside the functions that run one, not here (measured on top of ``mcemu --help``'s
 imports: the workload generators 74 ms with numpy, the SWF reader 78 ms, the simulator 49 ms,
 the communication model 53 ms, the gang simulator 52 ms, scheduler.stack 43 ms with every
-registry built, scheduler.comm 6 ms, rich 14 ms and its progress bar 17 ms).
+registry built, scheduler.comm_profile 6 ms, rich 14 ms and its progress bar 17 ms).
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from emulator.sim.batsim import write_jobs_csv
 
 
 def _comm(args, topo):
-    """``--comm`` profiles, or None: [(Comm, share)]."""
+    """``--comm`` profiles, or None: [(CommProfile, share)]."""
     if not args.comm:
         return None
-    from scheduler.comm import parse_comm  # lazy: see the module docstring
+    from scheduler.comm_profile import parse_comm  # lazy: see the module docstring
 
     return [parse_comm(spec) for spec in args.comm]
 
@@ -40,7 +40,7 @@ def _size_dist(args, topo, profiles):
 
 def _model(args, topo, profiles):
     """The communicating jobs' work model and the JSON's ``network`` block (time unit rule)."""
-    from emulator.sim.comm import CommWork, auto_unit  # lazy: see the module docstring
+    from emulator.sim.comm_work import CommWork, auto_unit  # lazy: see the module docstring
 
     unit = args.net_time_unit.strip().lower()
     if unit == "auto":
@@ -113,7 +113,7 @@ def run(args) -> int:
     jobs, info = _jobs(args, topo, profiles)
     model = net = None
     if profiles:
-        from emulator.sim.comm import comm_jobs
+        from emulator.sim.comm_work import comm_jobs
 
         model, net = _model(args, topo, profiles)
         jobs = comm_jobs(jobs, profiles, topo, seed=args.seed)

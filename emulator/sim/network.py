@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable
 
+from scheduler.network.driver import NetworkDriver
 from scheduler.network.layout import NetJob, check_disjoint
 from scheduler.network.traffic import Traffic, path_stats
 from scheduler.network.wormhole import NetworkError, Wormhole
@@ -26,7 +27,8 @@ def network_settings(net: Wormhole) -> dict:
     return {"topology": str(topo), "routing": "XY" if topo.kind == "mesh" else "e-cube",
             "flit_time_us": net.flit_time, "length_flits": net.length, "startup_us": net.us(net.startup),
             "buffer_flits": 1, "virtual_channels": 0, "arbitration": "fcfs",
-            "sink": "never blocks", "contention_free_us": f"(hops + {net.length} - 1) x {net.flit_time}"}
+            "sink": "never blocks", "contention_free_us": f"(hops + {net.length} - 1) x {net.flit_time}"
+            + (f" + {net.us(net.startup)} (start-up)" if net.startup else "")}
 
 
 def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2000,
@@ -41,7 +43,8 @@ def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2
     if not (isinstance(messages, int) and messages >= 1):
         raise NetworkError(f"--messages must be a positive integer, got {messages!r}")
     warmup = messages // 10 if warmup is None else warmup
-    traffic = Traffic(net, seed=seed, warmup=warmup)
+    driver = NetworkDriver(net)  # in flit times: the traffic's own
+    traffic = Traffic(driver, seed=seed, warmup=warmup)
     owners = []
     for job in jobs:
         for path in job.paths:
@@ -63,11 +66,11 @@ def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2
             continue
         for d in got:
             s = sources[d.tag]
-            if s.done == warmup and warmup:
+            if s.delivered == warmup and warmup:
                 measuring -= 1
                 if not measuring:
                     t_warm, base = net.now, net.busy_snapshot()
-            if s.done == goal:
+            if s.delivered == goal:
                 short -= 1
         events_done += len(got)
         if progress is not None and not events_done & 0x3FF:
@@ -87,7 +90,7 @@ def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2
               "mean_delay_us": st.mean, "p95_delay_us": st.p95,
               "mean_contention_us": st.contention, "p95_contention_us": st.p95_contention,
               "mean_starting_contention_us": st.starting,
-              "contention_free_us": net.us(st.hops + net.length - 1)}
+              "contention_free_us": net.us(driver.free(st.hops))}
              for i, st in enumerate(stats)]
     per_job = []
     for job in jobs:

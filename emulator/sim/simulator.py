@@ -66,7 +66,7 @@ class Simulation:
     a clear error naming it) or "skip" (count it in ``rejected``). ``trace(kind, t, start)``
     is called for every "start" and "depart"; ``progress(now, completed)`` now and then.
     ``model``: the work model (default: a job runs for its run time); one with ``observe``
-    also observes, and one with ``metrics(warmup)`` adds its metrics (emulator.sim.comm:
+    also observes, and one with ``metrics(warmup)`` adds its metrics (emulator.sim.comm_work:
     jobs whose run time comes from their messages).
     """
 

@@ -10,8 +10,8 @@ summary, and the contract tests pick it up by itself; an option would need a new
 parameter. The threshold is a constructor option (``allocators.create("naive-ch6", topo,
 threshold=50)``), 25 us by default; so is ``naive-ch6``'s ``sides``.
 
-What the rules need, the request carries (:mod:`scheduler.comm`): the new job's pattern and
-MTBS are on its :class:`~scheduler.comm.CommRequest`, the running jobs' on the requests of the
+What the rules need, the request carries (:mod:`scheduler.comm_profile`): the new job's pattern and
+MTBS are on its :class:`~scheduler.comm_profile.CommRequest`, the running jobs' on the requests of the
 allocator's own live allocations. Rates are the declared ones (the text: profiled history,
 §6.2.5). A request without a profile (or a job that does not communicate) is allocated exactly
 as the base policy does, so every plain run is unchanged.
@@ -54,7 +54,7 @@ import math
 from scheduler.allocators import register
 from scheduler.allocators.multiple_buddy import MultipleBuddy
 from scheduler.allocators.naive import Naive
-from scheduler.comm import Comm, comm_of, logical_shape
+from scheduler.comm_profile import CommProfile, comm_of, logical_shape
 from scheduler.topology import Scattered, Submesh
 
 
@@ -64,7 +64,7 @@ def _threshold(value) -> float:
     return float(value)
 
 
-def protects(running: Comm, running_shape, new: Comm, new_shape, threshold: float) -> bool:
+def protects(running: CommProfile, running_shape, new: CommProfile, new_shape, threshold: float) -> bool:
     """R2 + R3: may a job communicating as ``new`` not surround one running as ``running``?"""
     if running.mtbs >= threshold:  # not a high-rate job
         return False
@@ -105,7 +105,7 @@ class NaiveCh6(Naive):
             got = self._spans[a.serial] = [(0, rows)] + ([(1, cols)] if self.sides != "rows" else [])
         return got
 
-    def _guards(self, request, comm: Comm) -> list:
+    def _guards(self, request, comm: CommProfile) -> list:
         """``(axis, spans)`` of the running jobs this job may not surround."""
         topo, out = self.topology, []
         shape = logical_shape(request, topo)
@@ -219,7 +219,7 @@ class MultipleBuddyCh6(MultipleBuddy):
                 out.append(cand)
         return out
 
-    def cost(self, allocation, order: tuple, comm: Comm) -> tuple:
+    def cost(self, allocation, order: tuple, comm: CommProfile) -> tuple:
         """(crossing paths, busiest row or column of them), in the order R4 compares them."""
         w, h = logical_shape(allocation.request, self.topology)
         width = self.topology.width
@@ -239,7 +239,7 @@ class MultipleBuddyCh6(MultipleBuddy):
         spread = max(max(rows.values(), default=0), max(cols.values(), default=0))
         return (crossing, spread) if comm.mtbs >= self.threshold else (spread, crossing)
 
-    def _choose(self, allocation, comm: Comm) -> tuple:
+    def _choose(self, allocation, comm: CommProfile) -> tuple:
         cands = self.candidates(allocation)
         return min(cands, key=lambda c: self.cost(allocation, c, comm))
 

@@ -12,6 +12,11 @@ at MTBS 0 at once, as the text's stair analysis assumes), and each path draws it
 computation times from a stream of its own, seeded by ``(seed, path id)``, so adding a job
 does not change another job's draws. A path may stop after ``iterations`` messages (jobs
 that communicate, an extension of ours: NETWORK.md 3.3).
+
+The loop of one path is :class:`PathLoop` (its stream, its counts, its measured messages);
+:class:`Traffic` runs many on the model, the live pattern task (nodes.pattern) runs its rank's
+on the interconnect with the same seeds. A message's contention is its delay less the
+contention-free latency ``k_0 + hops + L - 1`` (:meth:`NetworkDriver.free`).
 """
 from __future__ import annotations
 
@@ -19,7 +24,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from scheduler.network.wormhole import INF, Delivery, NetworkError, Wormhole
+from scheduler.network.driver import NetworkDriver
+from scheduler.network.stats import MessageStats
+from scheduler.network.wormhole import INF, Delivery, NetworkError
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,31 +45,76 @@ class Path:
             raise NetworkError(f"a path needs two different nodes, got {self.src} -> {self.dst}")
 
 
-class _Source:
-    __slots__ = ("path", "think", "rng", "sent", "done", "limit", "active", "delays", "contention",
-                 "starting", "last")
+class PathLoop(MessageStats):
+    """One path's closed loop (module docstring): its stream of computation times (seeded by
+    ``(seed, stream)``), its sends and its deliveries, counted after ``warmup`` of them (of
+    ``measure`` at most; None: all). ``think`` is the mean computation time in the caller's
+    unit (flit times in the model, wall seconds in the live pattern task, nodes.pattern).
+    ``limit``: the path stops after that many messages (None: when told, :meth:`stop`; INF
+    then)."""
 
-    def __init__(self, path: Path, think: float, rng: random.Random, limit: int | None):
-        self.path, self.think, self.rng, self.limit = path, think, rng, limit
-        self.sent = self.done = 0
+    __slots__ = ("path", "src", "dst", "rate", "rng", "sent", "limit", "active", "warmup", "measure")
+
+    def __init__(self, path: Path, stream: int, seed: int, think: float, limit: int | None = None,
+                 warmup: int = 0, measure: int | None = None):
+        super().__init__()
+        self.path, self.src, self.dst = path, path.src, path.dst
+        self.rate = 1.0 / think if think > 0 else 0.0
+        self.rng = random.Random(seed * 1_000_003 + stream)
+        self.sent = 0
+        self.limit = INF if limit is None else limit
+        self.warmup = warmup
+        self.measure = INF if measure is None else warmup + measure
         self.active = True
-        self.delays: list[float] = []  # flit times, of the messages recorded
-        self.contention = 0.0
-        self.starting = 0.0  # of the recorded messages: waits for the first channel
-        self.last = 0.0  # delivery time of the last message
+
+    def pause(self) -> float:
+        """One computation phase: Exp(MTBS), or nothing at MTBS 0."""
+        return self.rng.expovariate(self.rate) if self.rate else 0.0
+
+    def first(self, start: float) -> float:
+        """The path starts at ``start``: the time of its first send (after one phase)."""
+        self.sent += 1
+        return start + self.pause()
+
+    def on_delivery(self, at: float, delay: float, contention: float, starting: float) -> float | None:
+        """A message of the path was delivered at ``at``: counted (kept when measured); the time
+        of the next send, or None when the path stops (its last message, or it was stopped)."""
+        self.delivered += 1
+        self.last = at
+        if self.warmup < self.delivered <= self.measure:
+            self.delays.append(delay)
+            self.contention += contention
+            self.starting += starting
+        if self.delivered >= self.limit:
+            self.active = False
+            return None
+        if not self.active:
+            return None
+        self.sent += 1
+        return at + (self.rng.expovariate(self.rate) if self.rate else 0.0)
+
+    def measured_send(self) -> bool:
+        """Whether the message the path sends next is one of those measured."""
+        return self.warmup < self.sent <= self.measure
+
+    def stop(self) -> None:
+        """No more messages (one in flight still arrives)."""
+        self.active = False
 
 
 class Traffic:
-    """Closed-loop sources on a :class:`Wormhole`. Times in flit times, like the model.
+    """Closed-loop sources on a driver's model (:class:`~scheduler.network.driver.NetworkDriver`).
+    Times in flit times, the model's own: the loop calls the model directly.
     ``warmup``: each path's first that many deliveries are not kept for its statistics."""
 
-    def __init__(self, net: Wormhole, seed: int = 0, warmup: int = 0):
+    def __init__(self, driver: NetworkDriver, seed: int = 0, warmup: int = 0):
         if not (isinstance(warmup, int) and warmup >= 0):
             raise NetworkError(f"warm-up must be a number of messages >= 0, got {warmup!r}")
-        self.net = net
+        self.driver = driver
+        self.net = driver.net
         self.seed = seed
         self.warmup = warmup
-        self.sources: list[_Source] = []
+        self.sources: list[PathLoop] = []
         self.finished: list[int] = []  # path ids that did all their iterations, in order
 
     def add(self, path: Path, at: float | None = None, iterations: int | None = None) -> int:
@@ -73,58 +125,32 @@ class Traffic:
         net = self.net
         net.channels.route(path.src, path.dst)  # a node outside the machine fails here, not later
         pid = len(self.sources)
-        rng = random.Random(self.seed * 1_000_003 + pid)
-        s = _Source(path, path.mtbs / net.flit_time, rng, iterations)
+        s = PathLoop(path, pid, self.seed, path.mtbs / net.flit_time, iterations, self.warmup)
         self.sources.append(s)
-        start = net.now if at is None else at
-        self._send(pid, s, start + self._think(s))
+        net.send(s.src, s.dst, s.first(net.now if at is None else at), pid)
         return pid
 
     def stop(self, pid: int) -> None:
         """No more messages from path ``pid`` (one in flight still arrives)."""
-        self.sources[pid].active = False
-
-    @staticmethod
-    def _think(s: _Source) -> float:
-        return s.rng.expovariate(1.0 / s.think) if s.think > 0 else 0.0
-
-    def _send(self, pid: int, s: _Source, at: float) -> None:
-        s.sent += 1
-        self.net.send(s.path.src, s.path.dst, at, pid)
+        self.sources[pid].stop()
 
     def advance(self, until: float = INF) -> list[Delivery]:
         """Advance the network to ``until`` (or to the first batch of deliveries) and answer
         every delivery with the path's next message; returns the deliveries."""
-        got = self.net.advance(until)
-        L1 = self.net.length - 1
-        sources, warmup = self.sources, self.warmup
-        k0 = self.net.startup
+        net = self.net
+        got = net.advance(until)
+        L1, k0 = net.length - 1, net.startup
+        sources, send, on_delivery = self.sources, net.send, PathLoop.on_delivery
         for d in got:
             pid = d.tag
             s = sources[pid]
-            s.done += 1
-            s.last = d.delivered
-            if s.done > warmup:
-                delay = d.delivered - d.sent
-                s.delays.append(delay)
-                s.contention += delay - d.hops - L1
-                s.starting += d.first - d.sent - k0
-            if s.limit is not None and s.done >= s.limit:
-                s.active = False
+            delay = d.delivered - d.sent
+            nxt = on_delivery(s, d.delivered, delay, delay - d.hops - L1 - k0, d.first - d.sent - k0)
+            if nxt is not None:
+                send(s.src, s.dst, nxt, pid)
+            elif s.delivered == s.limit:
                 self.finished.append(pid)
-            elif s.active:
-                s.sent += 1
-                self.net.send(s.path.src, s.path.dst, d.delivered + (
-                    s.rng.expovariate(1.0 / s.think) if s.think > 0 else 0.0), pid)
         return got
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list (q in (0, 100])."""
-    if not sorted_values:
-        return math.nan
-    k = max(1, math.ceil(q / 100.0 * len(sorted_values)))
-    return sorted_values[k - 1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,17 +169,18 @@ class PathStats:
 
 def path_stats(traffic: Traffic, pid: int) -> PathStats:
     s = traffic.sources[pid]
-    us = traffic.net.us
-    n = len(s.delays)
-    hops = len(traffic.net.channels.route(s.path.src, s.path.dst))
-    base = hops + traffic.net.length - 1
+    net = traffic.net
+    us = net.us
+    n = s.count
+    hops = len(net.channels.route(s.src, s.dst))
+    base = traffic.driver.free(hops)
     if not n:
         return PathStats(s.path, 0, hops, math.nan, math.nan, math.nan, math.nan, math.nan)
-    p95 = percentile(sorted(s.delays), 95)
+    p95 = s.p95()
     # delays are differences of float send times: Wormhole.us rounds away the last bits, so
     # that a path without contention shows 0, not -5e-15
-    return PathStats(s.path, n, hops, us(sum(s.delays) / n), us(p95), us(s.contention / n), us(p95 - base),
+    return PathStats(s.path, n, hops, us(s.mean()), us(p95), us(s.contention / n), us(p95 - base),
                      us(s.starting / n))
 
 
-__all__ = ["Path", "PathStats", "Traffic", "path_stats", "percentile"]
+__all__ = ["Path", "PathLoop", "PathStats", "Traffic", "path_stats"]

@@ -1,7 +1,7 @@
 """``net-jobs``: jobs that communicate, on a 32x32 mesh, per allocator (ours: no paper has it).
 
 Our extension (NETWORK.md 3.3, 9.2): a job's run time comes from its messages
-(:mod:`emulator.sim.comm`): every path of its transpose does K iterations of send, wait for
+(:mod:`emulator.sim.comm_work`): every path of its transpose does K iterations of send, wait for
 the delivery, compute Exp(MTBS) on one wormhole network shared with every running job, so
 placement changes run times. We compare contiguous allocation (first fit, frame sliding)
 with scattered allocation (naive, multiple buddy) and with the chapter-6 rules added to the
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from emulator.experiments import register
 from emulator.experiments.experiment import Check, Experiment, Panel, fmt
-from emulator.sim.comm import CommWork, auto_unit, comm_jobs
+from emulator.sim.comm_work import CommWork, auto_unit, comm_jobs
 from emulator.sim.simulator import Simulation
 from emulator.sim.workloads import Workload
-from scheduler.comm import Comm
+from scheduler.comm_profile import CommProfile
 from scheduler.stack import StackConfig, build
 
 CONTIGUOUS = ("first-fit", "frame-sliding")
@@ -41,7 +41,7 @@ def net_jobs_point(params: dict, seed: int) -> dict:
     """One run: ``allocator``, ``load``, ``mtbs`` (list: one drawn per job), ``iterations``,
     ``max_side``, ``completions``, ``warmup``. Delays in us, times in job units."""
     topo = params["topology"]
-    profiles = [(Comm("transpose", m, params["iterations"]), 1.0) for m in params["mtbs"]]
+    profiles = [(CommProfile("transpose", m, params["iterations"]), 1.0) for m in params["mtbs"]]
     wl = Workload.build(topo, params["load"], size_dist="square-var", service_dist="exponential",
                         service_mean=params.get("service_mean", 5.0), seed=seed,
                         size_params={"max_side": params["max_side"]})
@@ -109,7 +109,7 @@ def _check(res) -> Check:
 def _settings(quick: bool) -> str:
     p = QUICK if quick else FULL
     loads = LOADS_QUICK if quick else LOADS
-    unit = auto_unit([(Comm("transpose", m, p["iterations"]), 1.0) for m in MTBS], 5.0)
+    unit = auto_unit([(CommProfile("transpose", m, p["iterations"]), 1.0) for m in MTBS], 5.0)
     return (f"32x32 mesh, FCFS, allocators {', '.join(ALLOCATORS)}; offered loads {loads}. Square jobs of "
             f"side uniform 1..{p['max_side']}, each a transpose with MTBS {MTBS[0]:g} or {MTBS[1]:g} us "
             f"(drawn per job, half each) and K = {p['iterations']} messages per path; exponential service of "
@@ -123,7 +123,7 @@ def _settings(quick: bool) -> str:
 NOTES = (
     "Ours, not the dissertation's: chapters 3-6 measure message delays under steady traffic and "
     "chapters 7-8 use hold times that ignore communication (NETWORK.md 3.3); the job model "
-    "(`emulator/sim/comm.py`), the rules as allocators and every reading in them "
+    "(`emulator/sim/comm_work.py`), the rules as allocators and every reading in them "
     "(`scheduler/allocators/ch6_rules.py`) are ours. A job's message delay is the mean over its "
     "messages (every path sends K); the run's is the mean over the counted jobs that communicate. "
     "Slowdown = run time / the run time the job would have had with the same computation phases on an "

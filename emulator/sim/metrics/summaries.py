@@ -8,7 +8,7 @@ from emulator.sim.metrics.formulas import mean
 
 
 def comm_metrics(records) -> dict:
-    """The run's communication metrics from per-job records of emulator.sim.comm (our
+    """The run's communication metrics from per-job records of emulator.sim.comm_work (our
     extension, NETWORK.md 3.3): ``comm_completed`` (counted jobs that communicated),
     ``mean_message_delay`` and ``mean_message_contention`` (microseconds: the mean over those
     jobs of each job's mean over its messages, the dissertation's job-level delay averaged per

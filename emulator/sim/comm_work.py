@@ -1,7 +1,7 @@
 """Jobs that communicate, as a work model of the event engine (our extension: NETWORK.md 3.3
 and 9.2; the dissertation never turns message delays into run times).
 
-A started job whose request carries a :class:`~scheduler.comm.Comm` profile (pattern, MTBS,
+A started job whose request carries a :class:`~scheduler.comm_profile.CommProfile` (pattern, MTBS,
 K) maps its ranks to its nodes (``Allocation.ranks``: row-major order of the nodes unless the
 allocator maps them itself, NETWORK.md 8.23), and every path of its pattern runs K iterations
 of ``send -> wait for the delivery -> compute Exp(MTBS)`` (the closed loop of
@@ -12,7 +12,8 @@ placed, and next to whom, changes it. A job without a profile, or whose pattern 
 its shape (a 1x1 transpose), runs for its ``Start.runtime`` as in the plain simulator.
 
 **Time.** Jobs live in the workload's time unit, the network in flit times: one job time unit
-is ``unit_us`` microseconds, i.e. ``unit_us / flit_time`` flit times (:meth:`CommWork.flits`).
+is ``unit_us`` microseconds, i.e. ``unit_us / flit_time`` flit times: the virtual clock of the
+network driver (:class:`~scheduler.network.driver.Clock`).
 The front end's default (``mcemu simulate --net-time-unit auto``) makes a job's
 contention-free run time K x (MTBS + L x T_t) equal to the workload's mean service time, so
 that an offered load reads as it does for jobs that do not communicate.
@@ -26,9 +27,10 @@ job's last message reaches its destination (the sink never blocks), L - 1 flit t
 the delivery, so it is always found before it is due; it is returned as the model's timer, and
 ``advance(t)`` at that MODEL event puts the job's DEPART on the heap at ``t``: the engine takes
 it next, and the policy, the metrics and every observer see an ordinary departure. The network
-is advanced at most L - 1 flit times past its next event per call, so every delivery is found
-before the network reaches its time: a reply (the path's next message) or a start at an
-instant is in before the network's events at that instant, whatever the cuts. The outcome
+is advanced at most to the driver's safe horizon per step (its next event + L - 1 flit times:
+:meth:`~scheduler.network.driver.NetworkDriver.safe_until`), so every delivery is found before
+the network reaches its time: a reply (the path's next message) or a start at an instant is in
+before the network's events at that instant, whatever the cuts. The outcome
 depends on the inputs only, not on how the engine cuts time (a test resumes a run at 400
 stops and gets the same numbers).
 
@@ -42,14 +44,16 @@ K x (MTBS + (longest path's hops + L - 1) x T_t).
 from __future__ import annotations
 
 import math
+import random
 from bisect import insort
 
 from emulator.sim.engine import DEPART
-from scheduler.comm import comm_of, logical_shape
+from emulator.sim.metrics import comm_metrics
+from scheduler.comm_profile import CommProfile, comm_of, communicating, logical_shape, parse_comm
+from scheduler.network.driver import Clock, NetworkDriver
 from scheduler.network.traffic import Path, Traffic
-from scheduler.network.wormhole import INF, Wormhole
-
-_HUGE = 1e300  # a horizon this far out is no horizon
+from scheduler.network.wormhole import Wormhole
+from scheduler.topology import parse_topology
 
 
 class CommWorkError(ValueError):
@@ -78,10 +82,12 @@ class CommWork:
                 unit_us > 0 and math.isfinite(unit_us)):
             raise CommWorkError(f"the job time unit must be a positive number of microseconds, got {unit_us!r}")
         self.net = Wormhole(topology, flit_time=flit_time, length=length)
-        self.topology = self.net.channels.topology
-        self.traffic = Traffic(self.net, seed=seed)
         self.unit_us = float(unit_us)
-        self.scale = self.unit_us / self.net.flit_time  # flit times per job time unit
+        # the job time unit in flit times: the driver's virtual clock
+        self.driver = NetworkDriver(self.net, Clock.virtual(self.unit_us / self.net.flit_time))
+        self.clock = self.driver.clock
+        self.topology = self.net.channels.topology
+        self.traffic = Traffic(self.driver, seed=seed)
         self.running: dict = {}  # job id -> _Job
         self.owner: list = []  # path id -> job id
         self.due: list = []  # sorted (departure time, seq, Start): completions found, not yet departed
@@ -94,17 +100,6 @@ class CommWork:
 
     def bind(self, engine) -> None:
         self.engine = engine
-
-    # ------------------------------------------------------------------ time
-
-    def flits(self, t: float) -> float:
-        """Job time ``t`` in flit times."""
-        return t * self.scale
-
-    def _before(self, t: float) -> float:
-        """The last flit time strictly before job time ``t``."""
-        x = t * self.scale
-        return INF if x > _HUGE else math.nextafter(x, -INF)
 
     # ------------------------------------------------------------------ the engine's hooks
 
@@ -123,10 +118,10 @@ class CommWork:
             if len(ranks) != w * h:
                 raise CommWorkError(f"job {s.job.id}: {len(ranks)} nodes for {w * h} ranks (a folded "
                                     f"allocation runs several ranks on one node)")
-            at = self.flits(t)
+            at = self.clock.flits(t)
             if at < self.net.now:
                 raise CommWorkError(f"job {s.job.id} starts at {t} but the network is at "
-                                    f"{self.net.now / self.scale} (an event behind the engine's horizon)")
+                                    f"{self.clock.time(self.net.now)} (an event behind the engine's horizon)")
             add, route = self.traffic.add, self.net.channels.route
             pids, hops = [], 0
             for a, b in pairs:
@@ -137,14 +132,14 @@ class CommWork:
             self.running[s.job.id] = _Job(s, at, pids, comm, hops)
 
     def next_event(self, now, horizon):
-        limit = self._before(horizon)
+        limit = self.clock.before(horizon)
         if self.due and self.due[0][0] < horizon:
-            limit = self._before(self.due[0][0])
+            limit = self.clock.before(self.due[0][0])
         self._run(limit)
         return self.due[0][0] if self.due else None
 
     def advance(self, t) -> int:
-        self._run(self._before(t))
+        self._run(self.clock.before(t))
         due = self.due
         while due and due[0][0] <= t:  # at the MODEL event at t: taken next, before any other
             self.engine.schedule(t, DEPART, due.pop(0)[2])
@@ -164,16 +159,13 @@ class CommWork:
     def _run(self, limit: float) -> None:
         """Take the network's events up to flit time ``limit``, and no further than just
         before the first job completion found."""
-        net, traffic = self.net, self.traffic
-        finished, reach = traffic.finished, net.length - 1
+        driver, traffic = self.driver, self.traffic
+        finished = traffic.finished
         while True:
-            nt = net.next_time()
-            if nt is None or nt > limit:
+            until = driver.safe_until(limit)
+            if until is None:
                 return
-            # a delivery not found yet lies at least L flit times after the next event: taking
-            # less than that, the network never takes an event at a delivery's time before the
-            # reply to it (or a job's departure then) is in, however time is cut
-            traffic.advance(min(limit, nt + reach))
+            traffic.advance(until)
             while self._seen < len(finished):
                 pid = finished[self._seen]
                 self._seen += 1
@@ -181,7 +173,7 @@ class CommWork:
                 job.left -= 1
                 if not job.left:
                     end = self._complete(job)
-                    limit = min(limit, self._before(end))
+                    limit = min(limit, self.clock.before(end))
 
     def _complete(self, job: _Job) -> float:
         """The job's last path is done: its record, its departure time (job units)."""
@@ -197,10 +189,10 @@ class CommWork:
             free = max(free, s.last - job.at - s.contention)
             s.delays = []  # the sums are kept; a long run need not keep every message
         start = job.start
-        end = last / self.scale
+        end = self.clock.time(last)
         del self.running[start.job.id]
         run = end - start.time
-        free_run = free / self.scale
+        free_run = self.clock.span(free)
         c = job.comm
         self.records[start.job.id] = {
             "id": start.job.id, "submit": start.job.submit, "start": start.time, "end": end,
@@ -224,13 +216,12 @@ class CommWork:
     def settings(self) -> dict:
         net = self.net
         return {"flit_time_us": net.flit_time, "length_flits": net.length, "time_unit_us": self.unit_us,
-                "flit_times_per_unit": self.scale, "routing": "XY" if self.topology.kind == "mesh" else "e-cube",
+                "flit_times_per_unit": self.clock.per_unit,
+                "routing": "XY" if self.topology.kind == "mesh" else "e-cube",
                 "buffer_flits": 1, "virtual_channels": 0, "arbitration": "fcfs"}
 
     def metrics(self, warmup: int = 0) -> dict:
         """The run's communication metrics (emulator.sim.metrics.comm_metrics)."""
-        from emulator.sim.metrics import comm_metrics
-
         m = comm_metrics(self.counted(warmup))
         m["messages_delivered"] = self.net.delivered
         m["silent_jobs"] = self.silent
@@ -239,15 +230,10 @@ class CommWork:
 
 def comm_jobs(jobs, profiles, topology, seed: int = 0):
     """The job stream with a profile on every job (lazily, in order): a job's own
-    ``meta["comm"]`` (a Comm or a ``--comm`` spec) if it has one, else one of ``profiles``
-    (``[(Comm, share)]``), drawn by share from a stream of its own (seeded by ``seed``), so
-    that the jobs are those of the same run without communication. A profile that does not fit
-    a job's shape is an error naming the job."""
-    import random
-
-    from scheduler.comm import Comm, communicating, parse_comm
-    from scheduler.topology import parse_topology
-
+    ``meta["comm"]`` (a CommProfile or a ``--comm`` spec) if it has one, else one of
+    ``profiles`` (``[(CommProfile, share)]``), drawn by share from a stream of its own (seeded
+    by ``seed``), so that the jobs are those of the same run without communication. A profile
+    that does not fit a job's shape is an error naming the job."""
     topology = parse_topology(topology)
     profiles = list(profiles)
     rng = random.Random(f"comm:{seed}")
@@ -264,7 +250,7 @@ def comm_jobs(jobs, profiles, topology, seed: int = 0):
                     acc += share
                     if x < acc:
                         break
-        yield communicating(job, comm, topology) if isinstance(comm, Comm) else job
+        yield communicating(job, comm, topology) if isinstance(comm, CommProfile) else job
 
 
 def auto_unit(profiles, service_mean: float, *, length: int = 500, flit_time: float = 0.05) -> float:

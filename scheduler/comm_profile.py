@@ -1,12 +1,13 @@
-"""Jobs that communicate: what a job's request says about its messages (our extension).
+"""Jobs that communicate: what a job's request says about its messages, its communication
+profile (our extension).
 
 The dissertation never turns message delays into run times (NETWORK.md 3.3 and 9.2); this is
-ours, documented as such. A communicating job carries a :class:`Comm` profile: a pattern of
+ours, documented as such. A communicating job carries a :class:`CommProfile`: a pattern of
 :mod:`scheduler.network.patterns` over the job's logical W x H grid, the MTBS of its paths
 (microseconds) and an iteration count K. Each path runs K iterations of ``send, wait for the
 delivery, compute Exp(MTBS)`` on the one shared wormhole network, and the job leaves when its
 last path has done its K: its run time comes from its messages (the work model is
-:mod:`emulator.sim.comm`).
+:mod:`emulator.sim.comm_work`; live, the pattern task nodes.pattern over nodes.comm).
 
 Why the profile rides on the request (:class:`CommRequest`): an allocator sees the request and
 nothing else, and the chapter-6 rules (NETWORK.md 6.4; :mod:`scheduler.allocators.ch6_rules`) need
@@ -21,8 +22,10 @@ refuses it).
 
 The logical grid of a job (:func:`logical_shape`): a W x H submesh request is its W x H; a
 processor count p on a mesh is the smallest submesh that holds it (what the contiguous
-allocators give, so every allocator gives the job W x H nodes: :func:`communicating` turns the
-request into that submesh); on a hypercube a k-cube is 2^ceil(k/2) x 2^floor(k/2).
+allocators give, so every allocator gives the job W x H nodes: :func:`grid_request` turns the
+request into that submesh); on a hypercube a k-cube is 2^ceil(k/2) x 2^floor(k/2). The
+simulator (:func:`communicating`) and the live cluster (``mcemu submit --pattern``,
+emulator.cli.net) read it the same way.
 
 Pure: no I/O, no clock. The network package is imported where it is used (it imports the
 stack, which imports the allocators, which import this module).
@@ -39,12 +42,12 @@ from scheduler.topology import Request, RequestError, Topology, ceil_log2
 _OWN = ("mtbs", "iterations", "share")
 
 
-class CommError(ValueError):
+class CommProfileError(ValueError):
     """A malformed communication profile, or a pattern that does not fit a job."""
 
 
 @dataclass(frozen=True)
-class Comm:
+class CommProfile:
     """A job's communication: ``pattern`` (a registered pattern name) with its ``options``
     (sorted ``(key, value)`` pairs, e.g. ``seed`` of ``permutation``), ``mtbs`` (microseconds
     of computation between a delivery and the next send, exponential) and ``iterations`` (K
@@ -59,25 +62,25 @@ class Comm:
         from scheduler.network.patterns import PATTERNS
 
         if self.pattern not in PATTERNS:
-            raise CommError(f"unknown pattern {self.pattern!r}; known: {', '.join(PATTERNS.names())}")
+            raise CommProfileError(f"unknown pattern {self.pattern!r}; known: {', '.join(PATTERNS.names())}")
         m = self.mtbs
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not (m >= 0 and math.isfinite(m)):
-            raise CommError(f"MTBS must be a finite number of microseconds >= 0, got {m!r}")
+            raise CommProfileError(f"MTBS must be a finite number of microseconds >= 0, got {m!r}")
         k = self.iterations
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise CommError(f"iterations must be a positive integer, got {k!r}")
+            raise CommProfileError(f"iterations must be a positive integer, got {k!r}")
         object.__setattr__(self, "mtbs", float(m))
         object.__setattr__(self, "options", tuple(sorted(self.options)))
 
     def pairs(self, w: int, h: int) -> tuple:
         """The (source rank, destination rank) pairs on a w x h job (ranks row-major);
-        CommError when the pattern does not fit that shape."""
+        CommProfileError when the pattern does not fit that shape."""
         return _pairs(self.pattern, w, h, self.options)
 
     def fits(self, w: int, h: int) -> bool:
         try:
             self.pairs(w, h)
-        except CommError:
+        except CommProfileError:
             return False
         return True
 
@@ -98,7 +101,7 @@ def _pairs(pattern: str, w: int, h: int, options: tuple) -> tuple:
     try:
         return tuple(pattern_pairs(pattern, w, h, **dict(options)))
     except ValueError as e:  # NetworkError
-        raise CommError(f"{pattern} on a {w}x{h} job: {e}") from None
+        raise CommProfileError(f"{pattern} on a {w}x{h} job: {e}") from None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -115,8 +118,8 @@ def _internal_level(pattern: str, w: int, h: int, options: tuple) -> float:
     return sum(internal_competing_level(routes, [0] * len(routes))) / len(routes)
 
 
-def parse_comm(text: str) -> tuple[Comm, float]:
-    """``PATTERN:mtbs=US:iterations=K[:share=W][:OPTION=VALUE...]`` -> (Comm, share). ``share``
+def parse_comm(text: str) -> tuple[CommProfile, float]:
+    """``PATTERN:mtbs=US:iterations=K[:share=W][:OPTION=VALUE...]`` -> (CommProfile, share). ``share``
     weighs the profile when several are mixed (default 1); other options go to the pattern."""
     from scheduler.stack import parse_params
 
@@ -124,24 +127,24 @@ def parse_comm(text: str) -> tuple[Comm, float]:
     pattern, items = parts[0].lower(), parts[1:]
     where = f"--comm {text!r}"
     if not pattern:
-        raise CommError(f"{where}: write PATTERN:mtbs=US:iterations=K, e.g. transpose:mtbs=25:iterations=200")
+        raise CommProfileError(f"{where}: write PATTERN:mtbs=US:iterations=K, e.g. transpose:mtbs=25:iterations=200")
     try:
         given = parse_params(items, f"{where}: an option")
     except ValueError as e:
-        raise CommError(str(e)) from None
+        raise CommProfileError(str(e)) from None
     given = {k.lower(): v for k, v in given.items()}
     own = {k: v for k, v in given.items() if k in _OWN}
     options = {k: v for k, v in given.items() if k not in _OWN}
     for k in ("mtbs", "iterations"):
         if k not in own:
-            raise CommError(f"{where}: give {k}= (e.g. transpose:mtbs=25:iterations=200)")
+            raise CommProfileError(f"{where}: give {k}= (e.g. transpose:mtbs=25:iterations=200)")
     share = own.get("share", 1.0)
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not (share > 0 and math.isfinite(share)):
-        raise CommError(f"{where}: share must be a positive number, got {share!r}")
+        raise CommProfileError(f"{where}: share must be a positive number, got {share!r}")
     try:
-        comm = Comm(pattern, own["mtbs"], own["iterations"], tuple(options.items()))
-    except CommError as e:
-        raise CommError(f"{where}: {e}") from None
+        comm = CommProfile(pattern, own["mtbs"], own["iterations"], tuple(options.items()))
+    except CommProfileError as e:
+        raise CommProfileError(f"{where}: {e}") from None
     return comm, float(share)
 
 
@@ -149,7 +152,7 @@ def parse_comm(text: str) -> tuple[Comm, float]:
 class CommRequest(Request):
     """A request that carries its job's communication profile (module docstring)."""
 
-    comm: Comm | None = None
+    comm: CommProfile | None = None
 
     def __str__(self) -> str:
         return Request.__str__(self) + (f" [{self.comm}]" if self.comm is not None else "")
@@ -167,23 +170,30 @@ def logical_shape(request: Request, topology: Topology) -> tuple[int, int]:
     return 1 << ((k + 1) // 2), 1 << (k // 2)
 
 
-def comm_of(request) -> Comm | None:
+def comm_of(request) -> CommProfile | None:
     return getattr(request, "comm", None)
 
 
-def communicating(job: Job, comm: Comm, topology: Topology) -> Job:
-    """``job`` asking for its logical grid with ``comm`` on its request; CommError naming the
-    job when the pattern does not fit its shape."""
-    w, h = logical_shape(job.request, topology)
+def grid_request(request: Request, topology: Topology, comm: CommProfile | None = None) -> tuple[int, int, Request]:
+    """A communicating job's logical W x H grid and the request that asks for exactly its W x H
+    nodes (a submesh on a mesh, a cube on a hypercube), carrying ``comm``: what a job of the
+    simulator's ``--comm`` and a live ``submit --pattern`` job both ask for."""
+    w, h = logical_shape(request, topology)
+    if topology.kind == "mesh":
+        return w, h, CommRequest("submesh", w, h, comm)
+    return w, h, CommRequest("cube", (w * h).bit_length() - 1, 0, comm)
+
+
+def communicating(job: Job, comm: CommProfile, topology: Topology) -> Job:
+    """``job`` asking for its logical grid with ``comm`` on its request; CommProfileError naming
+    the job when the pattern does not fit its shape."""
+    w, h, req = grid_request(job.request, topology, comm)
     try:
         comm.pairs(w, h)
-    except CommError as e:
-        raise CommError(f"job {job.id}: {e}") from None
-    if topology.kind == "mesh":
-        req = CommRequest("submesh", w, h, comm)
-    else:
-        req = CommRequest("cube", (w * h).bit_length() - 1, 0, comm)
+    except CommProfileError as e:
+        raise CommProfileError(f"job {job.id}: {e}") from None
     return Job(job.id, job.submit, req, job.runtime, job.name, job.meta)
 
 
-__all__ = ["Comm", "CommError", "CommRequest", "comm_of", "communicating", "logical_shape", "parse_comm"]
+__all__ = ["CommProfile", "CommProfileError", "CommRequest", "comm_of", "communicating", "grid_request", "logical_shape",
+           "parse_comm"]

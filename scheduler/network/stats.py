@@ -1,0 +1,75 @@
+"""Message statistics: one record for a path's, a job's or a live job's messages, and the one
+percentile definition every report uses.
+
+A :class:`MessageStats` keeps the measured delays (the percentiles need them), the sums of
+their contention (delay minus the contention-free latency, NETWORK.md 1.2 items 5 and 10) and
+of their starting contention (the wait for the first channel, §3.2), and counts every delivery
+(measured or not, warm-ups included). Its unit is its writer's: flit times in the model and in
+the live interconnect (converted to microseconds by ``Wormhole.us`` when reported).
+
+The closed loop of :mod:`scheduler.network.traffic` writes its fields inline (its hot loop, one
+message at a time); the live interconnect through :meth:`MessageStats.add`.
+"""
+from __future__ import annotations
+
+import math
+
+
+def percentile(sorted_values, q: float) -> float:
+    """Nearest-rank percentile of an ascending sequence (q in (0, 100]): the smallest value
+    with at least q % of the values at or below it; NaN when empty. What ``mcemu net simulate``
+    has always reported as p95, so the committed figures are read with it."""
+    if not sorted_values:
+        return math.nan
+    k = max(1, math.ceil(q / 100.0 * len(sorted_values)))
+    return sorted_values[k - 1]
+
+
+class MessageStats:
+    """The messages of one path or one job (module docstring)."""
+
+    __slots__ = ("delays", "contention", "starting", "delivered", "last")
+
+    def __init__(self):
+        self.delays: list[float] = []  # of the measured messages
+        self.contention = 0.0  # sum over the measured messages of (delay - contention-free latency)
+        self.starting = 0.0  # sum over the measured messages of their wait for the first channel
+        self.delivered = 0  # every delivery, measured or not
+        self.last = 0.0  # delivery time of the last message
+
+    def add(self, delay: float, free: float, at: float, measured: bool = True) -> None:
+        """A delivery at ``at`` after ``delay``, whose contention-free latency is ``free``."""
+        self.delivered += 1
+        self.last = at
+        if measured:
+            self.delays.append(delay)
+            self.contention += delay - free
+
+    @property
+    def count(self) -> int:
+        return len(self.delays)
+
+    def mean(self) -> float:
+        n = len(self.delays)
+        return sum(self.delays) / n if n else math.nan
+
+    def p95(self) -> float:
+        return percentile(sorted(self.delays), 95)
+
+    def summary(self, us) -> dict:
+        """The report of a live job (``comm``: ``mcemu queue``, the journal, the monitor), in
+        microseconds by ``us``: count (measured), messages (every one), mean and p95 delay, the
+        contention-free baseline (the mean of each message's latency alone on the network), the
+        mean contention and the slowdown (mean / baseline)."""
+        n = len(self.delays)
+        if not n:
+            return {"count": 0, "messages": self.delivered, "mean_delay_us": None, "p95_delay_us": None,
+                    "baseline_us": None, "mean_contention_us": None, "slowdown": None}
+        mean = sum(self.delays) / n
+        base = mean - self.contention / n
+        return {"count": n, "messages": self.delivered, "mean_delay_us": us(mean), "p95_delay_us": us(self.p95()),
+                "baseline_us": us(base), "mean_contention_us": us(self.contention / n),
+                "slowdown": mean / base if base > 0 else None}
+
+
+__all__ = ["MessageStats", "percentile"]
