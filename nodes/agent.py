@@ -34,10 +34,11 @@ It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4
   the agent. Tasks get PR_SET_PDEATHSIG, so even a SIGKILLed agent leaves no task behind
   (a real command's own grandchildren are the command's business).
 
-The agent is one class assembled from parts, one module each: :mod:`nodes.tasks` (the task
-messages and the task table), :mod:`nodes.spawn` (starting a task cold), :mod:`nodes.warm`
-(the pre-started warm child, which a ``run`` hands out), :mod:`nodes.sched` (scheduling
-policy, PR_SET_PDEATHSIG). This module keeps the socket and the loop.
+The agent is composed of parts, one module each: ``table`` (:mod:`nodes.tasks`: the task
+messages and the task table), ``spawner`` (:mod:`nodes.spawn`: starting a task cold), ``warm``
+(:mod:`nodes.warm`: the pre-started warm child, which a ``run`` hands out), and
+:mod:`nodes.sched` (scheduling policy, PR_SET_PDEATHSIG). This module keeps the socket, the
+registration and the loop.
 
 The loop is the live kernel's (emulator.live.kernel): the socket is a reader, SIGCHLD, SIGTERM
 and SIGINT come through its wake-up pipe (a task's end is reported within milliseconds: the
@@ -53,7 +54,6 @@ import random
 import signal
 import socket
 import sys
-from collections import deque
 
 import zmq
 
@@ -66,7 +66,7 @@ from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as b
     PR_SET_PDEATHSIG, SCHED_IDLE, may_leave_idle, set_batch, set_pdeathsig, set_rt_priority,
 )
 from nodes.spawn import SETPRIV, SLEEP, Spawner  # noqa: F401
-from nodes.tasks import REPORT_DELAY, Task, TaskControl  # noqa: F401
+from nodes.tasks import REPORT_DELAY, Task, TaskTable  # noqa: F401
 from nodes.warm import WARM_DELAY, WARM_FIRST, WARM_MAX_SCRIPT, WarmChild  # noqa: F401
 
 HEARTBEAT_IN = P.heartbeat_frame()  # an equal frame needs no decoding (five a second when idle)
@@ -82,7 +82,7 @@ OWN_HEARTBEAT = 1.5
 PARENT_CHECK = 5.0
 
 
-class Agent(TaskControl, Spawner, WarmChild):
+class Agent:
     def __init__(self, node: int, endpoint: str, heartbeat: float = 0.2, liveness: int = 3,
                  max_backoff: float = 1.0, parent_pid: int | None = None, output_dir: str | None = None,
                  rt_priority: int | None = None, sched: str = "batch", key: str | None = None, clock=None):
@@ -105,20 +105,13 @@ class Agent(TaskControl, Spawner, WarmChild):
         # SCHED_NORMAL (they must not inherit a real-time priority, nor batch's lack of
         # wake-up preemption)
         self.reset_policy = False
-        self.warm_policy = None  # the policy a warm child waits at (see _start_warm)
         self.host = socket.gethostname()
         self.pid = os.getpid()
-        self.tasks: dict[tuple, Task] = {}
-        self.by_pid: dict[int, Task] = {}
-        self.unacked: dict[tuple, dict] = {}   # (job, attempt) -> finished record
-        self.recent = deque(maxlen=10000)      # keys already run: a re-sent run is ignored
-        self.recent_set: set = set()
+        self.table = TaskTable(self)
+        self.warm = WarmChild(self)
+        self.spawner = Spawner(self)
         self.stopping = False
         self.registered = False
-        self.reports: list = []  # ``switched`` reports not sent yet
-        self.report_at = None
-        self.warm = None      # (pid, write end of its pipe): the pre-started task process
-        self.warm_at = None   # monotonic time at which to start the next warm child
         self.wake_at = 0.0    # the loop's next look at its timers (see run)
         self.reconnect_at = None  # while disconnected: when to open a new socket
         self.next_check = 0.0     # when to check that the launcher is still the parent
@@ -148,8 +141,8 @@ class Agent(TaskControl, Spawner, WarmChild):
     def _register(self):
         self._send("register", node=self.node, pid=self.pid, host=self.host,
                    tasks=[{"job": t.job, "attempt": t.attempt, "rank": t.rank, "pid": t.pid}
-                          for t in self.tasks.values()],
-                   finished=list(self.unacked.values()))
+                          for t in self.table.tasks.values()],
+                   finished=list(self.table.unacked.values()))
 
     def _send(self, type_, **fields):
         self._send_frame(P.encode_unchecked(type_, **fields))
@@ -190,7 +183,7 @@ class Agent(TaskControl, Spawner, WarmChild):
         # a warm child waits at SCHED_IDLE where it may be set back to SCHED_NORMAL when handed
         # out; elsewhere at SCHED_BATCH (unprivileged: leaving SCHED_IDLE is refused)
         idle = SCHED_IDLE is not None and may_leave_idle()
-        self.warm_policy = SCHED_IDLE if idle else getattr(os, "SCHED_BATCH", None)
+        self.warm.policy = SCHED_IDLE if idle else getattr(os, "SCHED_BATCH", None)
         self.ctx = zmq.Context(io_threads=1)
         self.ctx.setsockopt(zmq.LINGER, 0)
         self._open()
@@ -199,9 +192,10 @@ class Agent(TaskControl, Spawner, WarmChild):
         self.next_check = 0.0
         self.tend = True
         self.hb_frame = P.heartbeat_frame(self.node)
-        self.handlers = {"run": self.on_run, "kill": lambda m: self._signal(m, signal.SIGKILL),
-                         "suspend": lambda m: self._signal(m, signal.SIGSTOP),
-                         "resume": lambda m: self._signal(m, signal.SIGCONT), "switch": self.on_switch,
+        tt = self.table
+        self.handlers = {"run": tt.on_run, "kill": lambda m: tt.send_signal(m, signal.SIGKILL),
+                         "suspend": lambda m: tt.send_signal(m, signal.SIGSTOP),
+                         "resume": lambda m: tt.send_signal(m, signal.SIGCONT), "switch": tt.on_switch,
                          "welcome": self.on_welcome, "ack": self.on_ack, "shutdown": self.on_shutdown,
                          "error": self.on_error}
         k.add_deadline(self._due)
@@ -275,41 +269,41 @@ class Agent(TaskControl, Spawner, WarmChild):
                 return None  # the launcher is gone
         if self.stopping:
             return None
-        due = self.next_due()
+        due = self.table.next_due()
         if due is not None and due <= now:
-            self.expire()
-        if self.warm_at is not None and now >= self.warm_at:
-            self._start_warm()
+            self.table.expire()
+        if self.warm.at is not None and now >= self.warm.at:
+            self.warm.start()
         if self.reconnect_at is None:
-            self.reap()
-            if self.report_at is not None and now >= self.report_at:
-                self.send_reports()
+            self.table.reap()
+            if self.table.report_at is not None and now >= self.table.report_at:
+                self.table.send_reports()
             now = self.clock()
             if now - self.last_recv >= self.hb * self.liveness:
                 self._close()  # Paranoid Pirate: the daemon is gone
                 self.reconnect_at = now + self.backoff
                 self.backoff = min(self.backoff * 2, self.max_backoff)
         else:
-            self.reap_buffered()
+            self.table.reap(send=False)  # reported on registration
             if now >= self.reconnect_at:
                 self.reconnect_at = None
                 self._open()
         wake = self.next_check
         if self.reconnect_at is not None:
             wake = min(wake, self.reconnect_at)
-        elif self.report_at is not None:
-            wake = min(wake, self.report_at)
-        due = self.next_due()
+        elif self.table.report_at is not None:
+            wake = min(wake, self.table.report_at)
+        due = self.table.next_due()
         if due is not None:
             wake = min(wake, due)
-        if self.warm_at is not None:
-            wake = min(wake, self.warm_at)
+        if self.warm.at is not None:
+            wake = min(wake, self.warm.at)
         self.wake_at = wake
         return wake
 
     def _teardown(self) -> None:
         """Kill every task; say ``bye`` when registered and connected; end ZeroMQ."""
-        self.kill_all()
+        self.table.kill_all()
         if self.reconnect_at is None and self.registered:
             self._send("bye", node=self.node)
             self._close(linger=200)
@@ -320,11 +314,11 @@ class Agent(TaskControl, Spawner, WarmChild):
 
     def on_welcome(self, m):
         self.registered, self.backoff = True, self.hb
-        if self.warm is None and self.warm_at is None:
-            self.warm_at = self.clock() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
+        if self.warm.child is None and self.warm.at is None:
+            self.warm.at = self.clock() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
 
     def on_ack(self, m):
-        self.unacked.pop((m["job"], m["attempt"]), None)
+        self.table.unacked.pop((m["job"], m["attempt"]), None)
 
     def on_shutdown(self, m):
         self.stopping = True
@@ -333,9 +327,10 @@ class Agent(TaskControl, Spawner, WarmChild):
         if m["code"] == "unregistered":
             self._register()
 
-    def reap_buffered(self):
-        """While disconnected, finished tasks are recorded and reported on registration."""
-        self.reap(send=False)
+    def _wake(self, when):
+        """A handler that sets a timer the loop does not look at again (the hot path) says so."""
+        if when is not None and when < self.wake_at:
+            self.wake_at = when
 
     def _on_term(self, *_):
         self.stopping = True

@@ -1,9 +1,9 @@
 """Starting a task cold (without a warm child): posix_spawn of ``setpriv --pdeathsig KILL``
 (vfork+exec) where setpriv exists, else (and for ``burn``) os.fork.
 
-:class:`Spawner` is a part of :class:`nodes.agent.Agent` (a mixin); ``_spawn`` first offers
-the task to the warm child (:meth:`nodes.warm.WarmChild._hand_out`) and uses the agent's
-``node``, ``output_dir`` and ``reset_policy``.
+:class:`Spawner` is the agent's ``spawner`` (nodes.agent); ``spawn`` first offers the task to
+the warm child (:meth:`nodes.warm.WarmChild.hand_out`) and reads the agent's ``node``,
+``output_dir`` and ``reset_policy``.
 """
 from __future__ import annotations
 
@@ -43,12 +43,15 @@ def account(m) -> tuple[int, int, str] | None:
 class Spawner:
     """A task's process: the warm child when there is one, else a cold spawn."""
 
-    def _spawn(self, m) -> tuple:
+    def __init__(self, agent):
+        self.a = agent
+
+    def spawn(self, m) -> tuple:
         key = (m["job"], m["attempt"])
         out = None
         user = account(m)
-        if m.get("command") and self.output_dir:
-            out = os.path.join(self.output_dir, f"job{key[0]}.{m['rank']}.out")
+        if m.get("command") and self.a.output_dir:
+            out = os.path.join(self.a.output_dir, f"job{key[0]}.{m['rank']}.out")
             if user is not None:  # created here, then handed over: the task's owner reads it
                 fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 os.fchown(fd, user[0], user[1])
@@ -56,7 +59,7 @@ class Spawner:
         if user is not None:
             return self._spawn_as(m, out, user), None
         if SETPRIV and not m.get("burn"):
-            got = self._hand_out(m, out)
+            got = self.a.warm.hand_out(m, out)
             if got is not None:
                 return got
         env = self._env(m)
@@ -73,7 +76,7 @@ class Spawner:
                 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGHUP):
                     signal.signal(s, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
-                if self.reset_policy:
+                if self.a.reset_policy:
                     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
                 if m.get("command"):
                     fd = os.open(out or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -100,7 +103,7 @@ class Spawner:
 
     def _env(self, m) -> dict:
         env = dict(os.environ)
-        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.node), MCEMU_RANK=str(m["rank"]),
+        env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.a.node), MCEMU_RANK=str(m["rank"]),
                    MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
                    MCEMU_JOB_NAME=m.get("name", ""))
         return env
@@ -123,7 +126,7 @@ class Spawner:
         else:
             argv = drop + [SLEEP, "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.reset_policy else {}
+        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.a.reset_policy else {}
         return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
 
     def _posix_spawn(self, m, env, out) -> int:
@@ -139,5 +142,5 @@ class Spawner:
             secs = "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"
             argv = [SETPRIV, "--pdeathsig", "KILL", "--", SLEEP, secs]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.reset_policy else {}
+        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.a.reset_policy else {}
         return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)

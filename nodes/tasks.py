@@ -2,15 +2,17 @@
 ``resume`` / ``switch``, the dispatched time of agent-ended tasks, and reaping finished
 children into ``task_done`` records.
 
-:class:`TaskControl` is a part of :class:`nodes.agent.Agent` (a mixin, so that the handlers are the
-agent's own methods, as before the split: a ``run`` costs no extra call); it uses the agent's
-``tasks``, ``by_pid``, ``unacked``, ``recent``, ``reports`` and its timers.
+:class:`TaskTable` is the agent's ``table`` (nodes.agent): it holds the tasks (``tasks``,
+``by_pid``), the records not acknowledged yet (``unacked``), the runs already seen (``recent``)
+and the ``switched`` reports; it starts tasks through the agent's ``spawner`` (nodes.spawn) and
+sends through the agent.
 """
 from __future__ import annotations
 
 import os
 import signal
 import time
+from collections import deque
 
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
 
@@ -63,26 +65,36 @@ class Task:
         return self.run_since + self.budget
 
 
-class TaskControl:
+class TaskTable:
     """The handlers of the daemon's task messages and the bookkeeping of the agent's tasks."""
+
+    def __init__(self, agent):
+        self.a = agent
+        self.tasks: dict[tuple, Task] = {}
+        self.by_pid: dict[int, Task] = {}
+        self.unacked: dict[tuple, dict] = {}   # (job, attempt) -> finished record
+        self.recent = deque(maxlen=10000)      # keys already run: a re-sent run is ignored
+        self.recent_set: set = set()
+        self.reports: list = []  # ``switched`` reports not sent yet
+        self.report_at = None
 
     def on_run(self, m):
         key = (m["job"], m["attempt"])
         if key in self.tasks or key in self.unacked or key in self.recent_set:
             return
-        if m["node"] != self.node:
+        if m["node"] != self.a.node:
             return
         try:
-            pid, fd = self._spawn(m)
+            pid, fd = self.a.spawner.spawn(m)
         except OSError as e:
             rec = {"job": m["job"], "attempt": m["attempt"], "rank": m["rank"], "status": 127, "usage": {}}
             self._remember(key)
             self.unacked[key] = rec
-            self._send("task_done", node=self.node, error=f"cannot start task: {e}", **rec)
-            self._wake(self.warm_at)
+            self.a._send("task_done", node=self.a.node, error=f"cannot start task: {e}", **rec)
+            self.a._wake(self.a.warm.at)
             return
         budget = m["runtime_s"] if m.get("gang") and not m.get("command") else None
-        deadline = self.clock() + m["runtime_s"] if fd is not None and budget is None else None
+        deadline = self.a.clock() + m["runtime_s"] if fd is not None and budget is None else None
         t = Task(m["job"], m["attempt"], m["rank"], pid, budget, deadline, fd)
         if m.get("suspended"):
             try:
@@ -93,14 +105,9 @@ class TaskControl:
         self.tasks[key] = t
         self.by_pid[pid] = t
         self._remember(key)
-        self._send("task_started", node=self.node, job=t.job, attempt=t.attempt, rank=t.rank, pid=pid)
-        self._wake(self.warm_at)
-        self._wake(t.due())
-
-    def _wake(self, when):
-        """A handler that sets a timer the loop does not look at again (see run) says so."""
-        if when is not None and when < self.wake_at:
-            self.wake_at = when
+        self.a._send("task_started", node=self.a.node, job=t.job, attempt=t.attempt, rank=t.rank, pid=pid)
+        self.a._wake(self.a.warm.at)
+        self.a._wake(t.due())
 
     def _remember(self, key):
         if len(self.recent) == self.recent.maxlen:
@@ -108,14 +115,14 @@ class TaskControl:
         self.recent.append(key)
         self.recent_set.add(key)
 
-    def _signal(self, m, sig):
+    def send_signal(self, m, sig):
         for key, t in list(self.tasks.items()):
             if key[0] == m["job"] and (m.get("attempt") is None or m["attempt"] == key[1]):
                 try:
                     os.killpg(t.pid, sig)
                 except ProcessLookupError:
                     pass
-                now = self.clock()
+                now = self.a.clock()
                 if sig == signal.SIGSTOP:
                     t.stop(now)
                 elif sig == signal.SIGCONT:
@@ -124,7 +131,7 @@ class TaskControl:
     def on_switch(self, m):
         """A gang slot switch: keep in the outgoing jobs' tasks, then dispatch the incoming."""
         stop, run = set(m["stop"]), set(m["run"])
-        mono, killpg, tasks = self.clock, os.killpg, list(self.tasks.values())
+        mono, killpg, tasks = self.a.clock, os.killpg, list(self.tasks.values())
         t_first = t_stop = t_cont = None
         for t in tasks:
             if t.job in stop and not t.stopped:
@@ -148,7 +155,7 @@ class TaskControl:
                 t.cont(t_cont)
         # the report is telemetry: sent a little later, so that right after a switch the cores
         # go to the other nodes' signals (that is the skew), not to this node's messages
-        self.reports.append(dict(node=self.node, slot=m["slot"], t_first=t_first, t_stop=t_stop, t_cont=t_cont,
+        self.reports.append(dict(node=self.a.node, slot=m["slot"], t_first=t_first, t_stop=t_stop, t_cont=t_cont,
                                  running=sorted({t.job for t in tasks if not t.stopped}),
                                  stopped=sorted({t.job for t in tasks if t.stopped})))
         if self.report_at is None:
@@ -156,13 +163,13 @@ class TaskControl:
 
     def send_reports(self):
         for r in self.reports:
-            self._send("switched", **r)
+            self.a._send("switched", **r)
         self.reports.clear()
         self.report_at = None
 
     def expire(self):
         """End the agent-ended tasks whose dispatched time is used up."""
-        now = self.clock()
+        now = self.a.clock()
         for t in self.tasks.values():
             d = t.due()
             if d is not None and d <= now:
@@ -189,31 +196,31 @@ class TaskControl:
                 return
             t = self.by_pid.pop(pid, None)
             if t is None:
-                self._lost_warm(pid)
+                self.a.warm.lost(pid)
                 continue
             key = (t.job, t.attempt)
             self.tasks.pop(key, None)
             t.close()
             code = 0 if t.expired else os.waitstatus_to_exitcode(status)
-            t.stop(self.clock())
+            t.stop(self.a.clock())
             usage = {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
-                     "wall": self.clock() - t.started, "dispatched": t.dispatched}
+                     "wall": self.a.clock() - t.started, "dispatched": t.dispatched}
             rec = {"job": t.job, "attempt": t.attempt, "rank": t.rank, "status": max(-255, min(255, code)),
                    "usage": usage}
             self.unacked[key] = rec
             if send:
-                self._send("task_done", node=self.node, **rec)
+                self.a._send("task_done", node=self.a.node, **rec)
 
     def kill_all(self):
-        self._drop_warm()
+        self.a.warm.drop()
         for t in list(self.tasks.values()):
             try:
                 os.killpg(t.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             t.close()
-        deadline = self.clock() + 5
-        while self.by_pid and self.clock() < deadline:
+        deadline = self.a.clock() + 5
+        while self.by_pid and self.a.clock() < deadline:
             try:
                 pid, _ = os.waitpid(-1, 0)
                 self.by_pid.pop(pid, None)

@@ -15,9 +15,9 @@ dies with its node: EOF on its pipe ends the shell, PR_SET_PDEATHSIG kills it, a
 kills it on exit. Without a warm child (or without setpriv, or for ``burn``) a task is spawned
 cold (:mod:`nodes.spawn`).
 
-:class:`WarmChild` is a part of :class:`nodes.agent.Agent` (a mixin, so that a ``run`` calls
-these methods on the agent itself, as before the split); it uses the agent's ``warm``,
-``warm_at``, ``warm_policy``, ``reset_policy``, ``stopping``, ``node`` and ``umask``.
+:class:`WarmChild` is the agent's ``warm`` (nodes.agent): the child (``child``: pid and the
+write end of its pipe), when to start the next (``at``) and the policy it waits at
+(``policy``); it reads the agent's ``reset_policy``, ``stopping``, ``node``, ``umask`` and clock.
 """
 from __future__ import annotations
 
@@ -39,9 +39,15 @@ WARM_MAX_SCRIPT = 60000  # a longer hand-out script (huge command) is spawned co
 class WarmChild:
     """The warm child's life: started at a timer, handed out to a ``run``, replaced, dropped."""
 
-    def _start_warm(self):
-        self.warm_at = None
-        if not SETPRIV or self.warm is not None or self.stopping:
+    def __init__(self, agent):
+        self.a = agent
+        self.child = None  # (pid, write end of its pipe): the pre-started task process
+        self.at = None     # when to start the next warm child (the agent's clock)
+        self.policy = None  # the policy a warm child waits at (set when the agent starts)
+
+    def start(self):
+        self.at = None
+        if not SETPRIV or self.child is not None or self.a.stopping:
             return
         r, w = os.pipe()  # both ends close-on-exec; the spawn dup2s the read end to fd 0
         try:
@@ -52,22 +58,22 @@ class WarmChild:
                                  file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)], setsid=True)
         except OSError:
             os.close(w)
-            self.warm_at = self.clock() + WARM_FIRST[0]
+            self.at = self.a.clock() + WARM_FIRST[0]
             return
         finally:
             os.close(r)
-        if self.warm_policy is not None:
+        if self.policy is not None:
             try:  # the rest of its start-up (two execs) then only uses CPU nobody else wants
-                os.sched_setscheduler(pid, self.warm_policy, os.sched_param(0))
+                os.sched_setscheduler(pid, self.policy, os.sched_param(0))
             except OSError:
                 pass
-        self.warm = (pid, w)
+        self.child = (pid, w)
 
-    def _drop_warm(self):
-        if self.warm is None:
+    def drop(self):
+        if self.child is None:
             return
-        pid, w = self.warm
-        self.warm = None
+        pid, w = self.child
+        self.child = None
         os.close(w)
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -78,7 +84,7 @@ class WarmChild:
         except ChildProcessError:
             pass
 
-    def _hand_out(self, m, out):
+    def hand_out(self, m, out):
         """Make the warm child the task of ``m``: (pid, write end of its pipe kept open for a
         synthetic task, else None), or None (then spawn cold).
 
@@ -86,13 +92,13 @@ class WarmChild:
         from the pipe, IS the task (a process that exists, is stopped and continued, and ends
         when its time is up); the agent ends it (SIGKILL, reported as exit status 0) at its
         deadline, as it already does for gang tasks. A command task gets its script."""
-        if self.warm is None:
+        if self.child is None:
             return None
         if not m.get("command"):
-            pid, w = self.warm
-            self.warm = None
-            self.warm_at = self.clock() + WARM_DELAY * (1 + random.random())
-            if self.warm_policy is not None or self.reset_policy:
+            pid, w = self.child
+            self.child = None
+            self.at = self.a.clock() + WARM_DELAY * (1 + random.random())
+            if self.policy is not None or self.a.reset_policy:
                 try:
                     os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
                 except OSError:  # gone, or not permitted: spawn cold
@@ -100,20 +106,20 @@ class WarmChild:
             return pid, w
         q = shlex.quote
         lines = ["export MCEMU_JOB_ID=%d MCEMU_NODE=%d MCEMU_RANK=%d MCEMU_ATTEMPT=%d MCEMU_NODES=%s MCEMU_JOB_NAME=%s"
-                 % (m["job"], self.node, m["rank"], m["attempt"], ",".join(map(str, m["nodes"])),
+                 % (m["job"], self.a.node, m["rank"], m["attempt"], ",".join(map(str, m["nodes"])),
                     q(m.get("name", "")))]
         # the output file is created 0600 as a cold spawn creates it; the command gets the
         # agent's umask back
-        lines += ["umask 077", f"exec >{q(out or os.devnull)}", f"umask {self.umask:04o}",
+        lines += ["umask 077", f"exec >{q(out or os.devnull)}", f"umask {self.a.umask:04o}",
                   f"exec /bin/sh -c {q(m['command'])} </dev/null 2>&1"]
         script = ("\n".join(lines) + "\n").encode()
         if len(script) > WARM_MAX_SCRIPT:
             return None
-        pid, w = self.warm
-        self.warm = None
-        self.warm_at = self.clock() + WARM_DELAY * (1 + random.random())
+        pid, w = self.child
+        self.child = None
+        self.at = self.a.clock() + WARM_DELAY * (1 + random.random())
         try:
-            if self.warm_policy is not None or self.reset_policy:
+            if self.policy is not None or self.a.reset_policy:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
             os.write(w, script)
         except OSError:  # it died, or its policy cannot be reset: spawn cold
@@ -131,11 +137,11 @@ class WarmChild:
             pass
         return None
 
-    def _lost_warm(self, pid) -> bool:
+    def lost(self, pid) -> bool:
         """``pid`` was the warm child and died unused: start another later."""
-        if self.warm is None or self.warm[0] != pid:
+        if self.child is None or self.child[0] != pid:
             return False
-        os.close(self.warm[1])
-        self.warm = None
-        self.warm_at = self.clock() + WARM_FIRST[0]
+        os.close(self.child[1])
+        self.child = None
+        self.at = self.a.clock() + WARM_FIRST[0]
         return True
