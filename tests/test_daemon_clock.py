@@ -85,6 +85,7 @@ def test_a_late_daemon_does_not_blame_its_nodes(tmp_path):
         d.journal.close()
 
 
+@pytest.mark.live  # two sleeping processes play the watched nodes
 def test_watched_node_is_never_down_for_being_slow_and_down_at_once_when_it_dies(tmp_path):
     d, clock = daemon(tmp_path)
     procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]

@@ -42,6 +42,7 @@ import zmq
 from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import home as homemod
+from emulator.live import keys as keysmod
 from emulator.live import protocol as P
 from emulator.live import sockets
 from emulator.live.kernel import Kernel
@@ -366,8 +367,6 @@ def main(argv=None) -> int:
     try:
         asked = configmod.given(**configmod.values(a, configmod.DAEMON))
         if a.listen and not a.insecure:
-            from emulator.live import keys as keysmod
-
             keysmod.server(home)  # the keys exist and read, before anything changes
         d = Daemon(home, asked, listen=a.listen, grace=a.grace, fsync=a.fsync, insecure=a.insecure)
     except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy

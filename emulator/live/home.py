@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 from pathlib import Path
 
 import psutil
@@ -131,8 +132,6 @@ def read_json(path: Path):
 
 def raise_nofile(need: int) -> int:
     """Raise RLIMIT_NOFILE (soft) to at least ``need`` if the hard limit allows; returns it."""
-    import resource
-
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
         new = need if hard == resource.RLIM_INFINITY else min(need, hard)

@@ -31,6 +31,8 @@ import os
 import re
 from pathlib import Path
 
+import zmq
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -87,8 +89,6 @@ def check_name(name: str) -> str:
 
 
 def _keypair() -> tuple[str, str]:
-    import zmq
-
     if not zmq.has("curve"):
         raise KeyFileError("this libzmq was built without CURVE: cannot make keys")
     pub, sec = zmq.curve_keypair()
