@@ -39,7 +39,7 @@ def test_every_up_setting_is_a_flag_of_mcemu_up_and_unset_until_given():
 def test_the_journal_keeps_the_policy_and_tunable_settings():
     cfg = configmod.resolve(None, configmod.given(**_up()))
     assert set(cfg) == set(configmod.POLICY_KEYS) | set(configmod.TUNABLE_KEYS)
-    assert set(configmod.TUNABLE_KEYS) == {"heartbeat", "liveness", "max_requeue"}
+    assert set(configmod.TUNABLE_KEYS) == {"heartbeat", "liveness", "hang", "max_requeue"}
     assert {"listen", "rt_priority", "max_restarts"}.isdisjoint(cfg)  # how this run runs, not the journal's
 
 

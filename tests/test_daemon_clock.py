@@ -13,7 +13,7 @@ import pytest
 from emulator.live import protocol as P
 from emulator.live.daemon import Daemon
 from emulator.live.kernel import FakeClock
-from emulator.live.nodes import HANG, HOST
+from emulator.live.nodes import HOST
 
 T0 = 1000.0
 
@@ -105,7 +105,8 @@ def test_watched_node_is_never_down_for_being_slow_and_down_at_once_when_it_dies
         assert 1 in d.down and clock.now() == t
         assert d.nodes[1].pidfd is None
         # a live process silent past HANG is taken for hung
-        d.kernel.run(until=T0 + HANG + d.hb * 2)
+        d.kernel.run(until=T0 + d.registry.hang + d.hb * 2)
+        assert d.registry.hang == 30.0  # mcemu up --hang's default
         assert 0 in d.down
     finally:
         for p in procs:

@@ -136,6 +136,9 @@ SETTINGS = (
             type=float, default=0.2),
     Setting("liveness", TUNABLE, (DAEMON, NODE), "missed heartbeats before a node is down (default {default})",
             type=int, default=3),
+    Setting("hang", TUNABLE, (DAEMON,), "seconds of silence after which a node process of this host that "
+            "is still alive is taken for hung and down (default {default}); one that ends is down at once",
+            type=float, default=30.0, check=_within("--hang", 0.1, 86400)),
     Setting("max_requeue", TUNABLE, (DAEMON,), "node faults a job survives by requeueing (default {default})",
             type=int, default=1, check=_within("--max-requeue", 0, 1000)),
     Setting("listen", PROCESS, (DAEMON,), "also accept nodes and clients on tcp://ADDR:PORT (or :PORT for "

@@ -79,7 +79,8 @@ class ProcessorManager:
         self.max_requeue = int(cfg["max_requeue"])
         self.grace = grace
         self.snapshot_every = snapshot_every
-        self.registry = NodeRegistry(self.topology, self.down, float(cfg["heartbeat"]), int(cfg["liveness"]))
+        self.registry = NodeRegistry(self.topology, self.down, float(cfg["heartbeat"]), int(cfg["liveness"]),
+                                     float(cfg["hang"]))
         self.hb, self.liveness, self.expiry = self.registry.hb, self.registry.liveness, self.registry.expiry
         # the registry's containers, read by the hot paths without a hop
         self.nodes = self.registry.nodes

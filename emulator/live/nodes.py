@@ -5,7 +5,8 @@ Liveness tells a dead node from a busy one (docs/ARCHITECTURE.md, "Liveness"):
 * A node process on this host (it registered over ipc, from this host) is *watched*: the daemon
   holds a pidfd of it (``watch``), which the kernel reports readable the moment the process
   ends, so its death is known at once, whatever the load. Its silence means only that it is
-  slow: it is down for silence only after ``HANG`` seconds (an agent stopped or deadlocked),
+  slow: it is down for silence only after ``hang`` seconds (``mcemu up --hang``, 30 by default:
+  an agent stopped or deadlocked),
   never for the fractions of a second that CPU contention costs.
 * A node elsewhere (tcp) can only be judged by its silence, the ZeroMQ guide's Paranoid Pirate:
   every message from a node counts as a heartbeat, and a node silent for ``liveness`` intervals
@@ -30,9 +31,6 @@ import socket
 
 from emulator.live import protocol as P
 
-# seconds of silence after which a watched node whose process is alive is taken for hung (a
-# stopped or deadlocked agent): far above any scheduling delay, which costs fractions of a second
-HANG = 30.0
 HOST = socket.gethostname()
 
 
@@ -54,13 +52,16 @@ class NodeRec:
 
 
 class NodeRegistry:
-    def __init__(self, topology, down, heartbeat: float, liveness: int):
+    def __init__(self, topology, down, heartbeat: float, liveness: int, hang: float = 30.0):
         self.nodes = [NodeRec(i) for i in range(topology.size)]
         self.by_ident: dict[bytes, NodeRec] = {}
         self.down = down
         self.hb = heartbeat
         self.liveness = liveness
         self.expiry = heartbeat * liveness
+        # seconds of silence after which a watched node whose process is alive is taken for hung
+        # (a stopped or deadlocked agent; ``mcemu up --hang``): far above any scheduling delay
+        self.hang = max(hang, self.expiry)
 
     def attach(self, ident: bytes, nr: NodeRec, pid, host, wall: float) -> bool:
         """Node ``nr`` registered from connection ``ident`` as process ``pid`` on ``host``;
@@ -91,8 +92,8 @@ class NodeRegistry:
 
     def expired(self, wall: float) -> list[NodeRec]:
         """Nodes in service that missed their heartbeats: a watched node (its process alive on
-        this host) only after ``HANG`` seconds of silence."""
-        limit, hung = wall - self.expiry, wall - max(HANG, self.expiry)
+        this host) only after ``hang`` seconds of silence."""
+        limit, hung = wall - self.expiry, wall - self.hang
         down = self.down
         return [nr for nr in self.nodes
                 if nr.last < (limit if nr.pidfd is None else hung) and nr.id not in down]
@@ -146,4 +147,4 @@ class NodeRegistry:
 
 HEARTBEAT = P.heartbeat_frame()
 
-__all__ = ["HANG", "HEARTBEAT", "NodeRec", "NodeRegistry"]
+__all__ = ["HEARTBEAT", "HOST", "NodeRec", "NodeRegistry"]
