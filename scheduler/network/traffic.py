@@ -53,7 +53,7 @@ class PathLoop(MessageStats):
     ``limit``: the path stops after that many messages (None: when told, :meth:`stop`; INF
     then)."""
 
-    __slots__ = ("path", "src", "dst", "rate", "rng", "sent", "limit", "active", "warmup", "measure")
+    __slots__ = ("path", "src", "dst", "rate", "rng", "draw", "sent", "limit", "active", "warmup", "measure")
 
     def __init__(self, path: Path, stream: int, seed: int, think: float, limit: int | None = None,
                  warmup: int = 0, measure: int | None = None):
@@ -61,6 +61,7 @@ class PathLoop(MessageStats):
         self.path, self.src, self.dst = path, path.src, path.dst
         self.rate = 1.0 / think if think > 0 else 0.0
         self.rng = random.Random(seed * 1_000_003 + stream)
+        self.draw = self.rng.expovariate
         self.sent = 0
         self.limit = INF if limit is None else limit
         self.warmup = warmup
@@ -69,7 +70,7 @@ class PathLoop(MessageStats):
 
     def pause(self) -> float:
         """One computation phase: Exp(MTBS), or nothing at MTBS 0."""
-        return self.rng.expovariate(self.rate) if self.rate else 0.0
+        return self.draw(self.rate) if self.rate else 0.0
 
     def first(self, start: float) -> float:
         """The path starts at ``start``: the time of its first send (after one phase)."""
@@ -91,7 +92,7 @@ class PathLoop(MessageStats):
         if not self.active:
             return None
         self.sent += 1
-        return at + (self.rng.expovariate(self.rate) if self.rate else 0.0)
+        return at + (self.draw(self.rate) if self.rate else 0.0)
 
     def measured_send(self) -> bool:
         """Whether the message the path sends next is one of those measured."""
@@ -115,6 +116,7 @@ class Traffic:
         self.seed = seed
         self.warmup = warmup
         self.sources: list[PathLoop] = []
+        self.routes: list[tuple] = []  # path id -> its channels
         self.finished: list[int] = []  # path ids that did all their iterations, in order
 
     def add(self, path: Path, at: float | None = None, iterations: int | None = None) -> int:
@@ -123,10 +125,14 @@ class Traffic:
         if iterations is not None and not (isinstance(iterations, int) and iterations >= 1):
             raise NetworkError(f"iterations must be a positive integer, got {iterations!r}")
         net = self.net
-        net.channels.route(path.src, path.dst)  # a node outside the machine fails here, not later
+        try:  # a node outside the machine fails here, not later
+            route = net.channels.route(path.src, path.dst)
+        except (ValueError, TypeError) as e:
+            raise NetworkError(str(e)) from None
         pid = len(self.sources)
         s = PathLoop(path, pid, self.seed, path.mtbs / net.flit_time, iterations, self.warmup)
         self.sources.append(s)
+        self.routes.append(route)
         net.send(s.src, s.dst, s.first(net.now if at is None else at), pid)
         return pid
 
@@ -140,14 +146,13 @@ class Traffic:
         net = self.net
         got = net.advance(until)
         L1, k0 = net.length - 1, net.startup
-        sources, send, on_delivery = self.sources, net.send, PathLoop.on_delivery
-        for d in got:
-            pid = d.tag
+        sources, routes, inject, on_delivery = self.sources, self.routes, net.inject, PathLoop.on_delivery
+        for pid, sent, at, hops, first in got:
             s = sources[pid]
-            delay = d.delivered - d.sent
-            nxt = on_delivery(s, d.delivered, delay, delay - d.hops - L1 - k0, d.first - d.sent - k0)
+            delay = at - sent
+            nxt = on_delivery(s, at, delay, delay - hops - L1 - k0, first - sent - k0)
             if nxt is not None:
-                send(s.src, s.dst, nxt, pid)
+                inject(routes[pid], nxt, pid)
             elif s.delivered == s.limit:
                 self.finished.append(pid)
         return got

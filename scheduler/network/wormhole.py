@@ -32,6 +32,11 @@ request finds a channel free only if nobody is already waiting for it.
 A lone message over ``d`` hops is delivered ``d + L - 1`` flit times after it was sent
 (header ``d``, tail ``L - 1`` behind): the text's ``≈ (Dist + L) * T_t``.
 
+Replies at a delivery time: :meth:`Wormhole.advance` returns a delivery as soon as it is
+certain (its ``delivered`` time may still lie ahead) and stops before the earliest delivery
+time it returns, so no event at that instant has been taken: a reply sent then is ordered with
+them exactly as if it had been sent before the call, however calls are cut.
+
 The model is pure: time only moves inside :meth:`Wormhole.advance`, which takes the time to
 advance to and returns the deliveries it found; the discrete-event drivers and the live
 cluster both call it.
@@ -112,6 +117,11 @@ class Wormhole:
             route = self.channels.route(src, dst)
         except (ValueError, TypeError) as e:
             raise NetworkError(str(e)) from None
+        self.inject(route, at, tag)
+
+    def inject(self, route: tuple, at: float, tag: object) -> None:
+        """:meth:`send` without its checks, for a caller that holds the route
+        (``channels.route``) and sends at or after now: the closed loop's next message."""
         self._seq += 1
         self.sent += 1
         self.in_flight += 1
@@ -129,110 +139,99 @@ class Wormhole:
 
     def advance(self, until: float = INF) -> list[Delivery]:
         """Take the events up to time ``until`` and return the deliveries that became certain,
-        in the order found. A delivery is certain when its header reaches the destination (the
-        sink never blocks); its ``delivered`` time may still lie ahead. So that a caller can
-        send in reply at the delivery time, the call stops before the earliest delivery time
-        it returns: no event at that instant has been taken, so a reply sent then is ordered
-        with them exactly as if it had been sent before the call, however calls are cut."""
+        in the order found, stopping before the earliest delivery time it returns (module
+        docstring: replies at a delivery time)."""
         heap, hops = self._heap, self._hops
         free_at, held, busy, waiters = self.free_at, self.held, self.busy, self.waiters
-        L = self.length
-        out: list[Delivery] = []
+        L, out, now, seq = self.length, [], self.now, self._seq
         limit = INF  # the earliest delivery returned: events from then on wait for the next call
-        now = self.now
-        seq = self._seq
-        try:
-            while True:
-                if hops:
-                    t = hops[0][0]
-                    if heap and heap[0][0] <= t:
-                        t, kind, _, item = heap[0]
-                        if t > until or t >= limit:
-                            break
-                        heappop(heap)
-                    else:
-                        if t > until or t >= limit:
-                            break
-                        item = hops.popleft()[1]
-                        kind = -1
-                elif heap:
-                    t, kind, _, item = heap[0]
-                    if t > until or t >= limit:
-                        break
-                    heappop(heap)
-                else:
+        while True:
+            if hops and not (heap and heap[0][0] <= hops[0][0]):  # at equal times the heap first
+                t, item = hops[0]
+                if t > until or t >= limit:
                     break
-                now = t
-                if kind == _GRANT:
-                    c = item
-                    q = waiters[c]
-                    m = q.pop(0)
-                    if not q:
-                        waiters[c] = None
-                else:  # a header asks for its next channel (an injection asks for the first)
-                    m = item
-                    route = m[0]
-                    if not route:  # to itself: no channel; the sink drains the worm
-                        d = t + L - 1
-                        out.append(Delivery(m[3], m[2], d, 0, t))
-                        self.in_flight -= 1
-                        self.delivered += 1
-                        if d < limit:
-                            limit = d
-                        continue
-                    c = route[m[1]]
-                    if free_at[c] > t or waiters[c] is not None:
-                        q = waiters[c]
-                        if q is None:
-                            waiters[c] = [m]
-                            if free_at[c] != INF:  # its release is known: be granted then
-                                seq += 1
-                                heappush(heap, (free_at[c], _GRANT, seq, c))
-                        else:
-                            q.append(m)
-                        continue
-                # m acquires channel c at time t
-                free_at[c] = INF
-                held[c] = t
-                route = m[0]
-                j = m[1]
-                if not j:
-                    m[4] = t
-                elif j >= L:  # the tail leaves the channel L behind the header
-                    r = route[j - L]
-                    free_at[r] = t
-                    busy[r] += t - held[r]
-                    if waiters[r] is not None:
-                        seq += 1
-                        heappush(heap, (t, _GRANT, seq, r))
-                d = len(route)
-                if j + 1 < d:
-                    m[1] = j + 1
-                    hops.append((t + 1, m))
+                hops.popleft()
+                kind = -1
+            elif heap:
+                t, kind, _, item = heap[0]
+                if t > until or t >= limit:
+                    break
+                heappop(heap)
+            else:
+                break
+            now = t
+            if kind == _GRANT:
+                c = item
+                q = waiters[c]
+                m = q.pop(0)
+                if not q:
+                    waiters[c] = None
+            else:  # a header asks for its next channel (an injection asks for the first)
+                m = item
+                if not m[0]:  # to itself: no channel; the sink drains the worm
+                    limit = min(limit, self._to_itself(m, t, out))
                     continue
-                # the header reaches the destination at t + 1: every release is now known
-                tdest = t + 1
-                base = tdest + L - d
-                for k in range(d - L if d > L else 0, d):
-                    r = route[k]
-                    rel = base + k
-                    free_at[r] = rel
-                    busy[r] += rel - held[r]
-                    if waiters[r] is not None:
-                        seq += 1
-                        heappush(heap, (rel, _GRANT, seq, r))
-                delivered = tdest + L - 1
-                out.append(Delivery(m[3], m[2], delivered, d, m[4]))
-                self.in_flight -= 1
-                self.delivered += 1
-                if delivered < limit:
-                    limit = delivered
-        finally:
-            self._seq = seq
-            self.now = now if now > self.now else self.now
+                c = m[0][m[1]]
+                if free_at[c] > t or waiters[c] is not None:  # reserved: m waits, in request order
+                    if waiters[c] is not None:
+                        waiters[c].append(m)
+                    else:
+                        waiters[c] = [m]
+                        if free_at[c] != INF:  # its release is known: be granted then
+                            seq += 1
+                            heappush(heap, (free_at[c], _GRANT, seq, c))
+                    continue
+            # m acquires channel c at time t
+            free_at[c], held[c] = INF, t
+            route, j = m[0], m[1]
+            if not j:
+                m[4] = t
+            elif j >= L:  # the tail leaves the channel L behind the header
+                seq = self._release(route[j - L], t, seq)
+            d = len(route)
+            if j + 1 < d:
+                m[1] = j + 1
+                hops.append((t + 1, m))
+                continue
+            # the header reaches the destination at t + 1: every release is now known
+            tdest = t + 1
+            base = tdest + L - d
+            for k in range(d - L if d > L else 0, d):
+                r = route[k]
+                rel = base + k
+                free_at[r] = rel
+                busy[r] += rel - held[r]
+                if waiters[r] is not None:
+                    seq += 1
+                    heappush(heap, (rel, _GRANT, seq, r))
+            delivered = tdest + L - 1
+            out.append(Delivery(m[3], m[2], delivered, d, m[4]))
+            self.in_flight -= 1
+            self.delivered += 1
+            limit = delivered if delivered < limit else limit
+        self._seq = seq
+        self.now = now if now > self.now else self.now
         if until != INF and until > self.now and not out:
             self.now = until
         return out
+
+    def _release(self, r: int, t: float, seq: int) -> int:
+        """Channel ``r`` is released at ``t`` during transit (the tail has crossed it: routes
+        longer than L); its first waiter is granted it then. Returns the event counter."""
+        self.free_at[r] = t
+        self.busy[r] += t - self.held[r]
+        if self.waiters[r] is not None:
+            seq += 1
+            heappush(self._heap, (t, _GRANT, seq, r))
+        return seq
+
+    def _to_itself(self, m: list, t: float, out: list) -> float:
+        """A message to its own node takes no channel: the sink drains the worm from ``t``."""
+        delivered = t + self.length - 1
+        out.append(Delivery(m[3], m[2], delivered, 0, t))
+        self.in_flight -= 1
+        self.delivered += 1
+        return delivered
 
     # ------------------------------------------------------------------ measurement
 
