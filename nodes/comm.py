@@ -9,9 +9,11 @@ in the style of mpi4py where that fits::
     source, data = comm.recv(timeout=10)
 
 ``Comm()`` reads MCEMU_NET (the interconnect's endpoint, set by the cluster), MCEMU_JOB_ID,
-MCEMU_ATTEMPT, MCEMU_RANK and MCEMU_NODES (set by the node agent), says ``net_hello`` and
-waits for the welcome (``sync=True``: until every rank of the job has said hello, a start
-barrier). Messages from one sender arrive in the order it sent them when they take the same
+MCEMU_ATTEMPT, MCEMU_RANK and MCEMU_NODES (set by the node agent), says ``net_hello`` with
+them (the job's node list makes the job known to the interconnect: ordered membership,
+emulator.live.netjobs) and waits for the welcome (``sync=True``: until every rank of the job
+has said hello, a start barrier). Every wait is the live kernel's one wait until a deadline
+(emulator.live.kernel, precise), on its clock. Messages from one sender arrive in the order it sent them when they take the same
 route (the model's channels are FIFO); a payload is at most protocol.MAX_PAYLOAD bytes.
 
 ``send`` returns a message id as soon as the frame is queued; the interconnect refuses a bad
@@ -26,12 +28,12 @@ import ctypes
 import os
 import platform
 import struct
-import time
 from collections import deque
 
 import zmq
 
 from emulator.live import protocol as P
+from emulator.live.kernel import Kernel
 
 
 class CommError(RuntimeError):
@@ -89,11 +91,14 @@ def prompt_wakeups() -> dict:
 
 
 class Comm:
+    """This task's end of the interconnect (module docstring). ``clock``: the kernel's clock
+    (default the wall clock; all times are its seconds)."""
+
     def __init__(self, endpoint: str | None = None, timeout: float = 30.0, sync: bool = False,
-                 group: str | None = None):
+                 group: str | None = None, clock=None):
         self.endpoint = endpoint or _env("MCEMU_NET")
         self.job = int(_env("MCEMU_JOB_ID"))
-        self.attempt = int(os.environ.get("MCEMU_ATTEMPT") or 1)
+        self.attempt = int(_env("MCEMU_ATTEMPT"))
         self.rank = int(_env("MCEMU_RANK"))
         self.nodes = [int(n) for n in _env("MCEMU_NODES").split(",")]
         self.size = len(self.nodes)
@@ -109,6 +114,8 @@ class Comm:
         self.sock.setsockopt(zmq.SNDHWM, 100_000)
         self.sock.setsockopt(zmq.RCVHWM, 100_000)
         self.sock.connect(self.endpoint)
+        self.kernel = Kernel(clock, precise=True)  # a message is held to its due time, to the tens of us
+        self.now = self.kernel.now
         self._ids = 0
         self.inbox: deque = deque()  # (source, data, due)
         self.delivered: dict[int, tuple[float, float]] = {}  # id -> (delay us, due)
@@ -117,8 +124,9 @@ class Comm:
         # the interconnect sends it a little ahead with its due time, and it is held until then
         self.lateness: list[float] = []
         hello = {"group": group} if group else {}
-        self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, sync=sync, **hello))
-        deadline = time.monotonic() + timeout
+        self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
+                                sync=sync, **hello))
+        deadline = self.now() + timeout
         while True:
             m = self._read(deadline)
             if m is None:
@@ -168,7 +176,7 @@ class Comm:
     def barrier(self, timeout: float | None = None) -> None:
         """Block until every rank of the job has called it (control traffic: not timed by
         the network model)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else self.now() + timeout
         bid = self.ibarrier()
         while not self.barrier_done(bid):
             if self._pump(deadline) is None:
@@ -177,18 +185,18 @@ class Comm:
     def recv(self, timeout: float | None = None) -> tuple[int, bytes]:
         """The next message for this task: (source rank, payload). Blocks; after ``timeout``
         seconds raises TimeoutError."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.inbox or self.inbox[0][2] > time.monotonic():
+        deadline = None if timeout is None else self.now() + timeout
+        while not self.inbox or self.inbox[0][2] > self.now():
             hold = self.inbox[0][2] if self.inbox else None  # the head arrived ahead of its time
             until = hold if deadline is None else (deadline if hold is None else min(hold, deadline))
-            if self._pump(until) is None and deadline is not None and time.monotonic() >= deadline:
+            if self._pump(until) is None and deadline is not None and self.now() >= deadline:
                 raise TimeoutError(f"no message for rank {self.rank} within {timeout} s")
         return self.take()
 
     def take(self) -> tuple[int, bytes]:
         """The first message of the inbox, due now (an event loop's recv: see nodes.pattern)."""
         source, data, due = self.inbox.popleft()
-        self.lateness.append(time.monotonic() - due)
+        self.lateness.append(self.now() - due)
         return source, data
 
     def due(self) -> float | None:
@@ -197,42 +205,29 @@ class Comm:
 
     def wait(self, msg_id: int, timeout: float | None = None) -> float:
         """Block until message ``msg_id`` is delivered; its delay in network microseconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while msg_id not in self.delivered or self.delivered[msg_id][1] > time.monotonic():
+        deadline = None if timeout is None else self.now() + timeout
+        while msg_id not in self.delivered or self.delivered[msg_id][1] > self.now():
             hold = self.delivered[msg_id][1] if msg_id in self.delivered else None
             until = hold if deadline is None else (deadline if hold is None else min(hold, deadline))
-            if self._pump(until) is None and deadline is not None and time.monotonic() >= deadline:
+            if self._pump(until) is None and deadline is not None and self.now() >= deadline:
                 raise TimeoutError(f"message {msg_id} not delivered within {timeout} s")
         return self.delivered.pop(msg_id)[0]
 
     def poll(self, timeout: float | None = 0.0):
         """Read what has arrived, waiting at most ``timeout`` seconds for the first frame
         (None: for ever); returns the message read or None (for event loops: nodes.pattern)."""
-        return self._pump(None if timeout is None else time.monotonic() + timeout)
+        return self._pump(None if timeout is None else self.now() + timeout)
 
     # ------------------------------------------------------------------ plumbing
 
     def _read(self, deadline) -> dict | None:
-        while True:
-            if deadline is None:
-                ready = self.sock.poll(-1)
-            else:
-                left = deadline - time.monotonic()
-                if left >= 0.001:
-                    # zmq_poll counts whole milliseconds: wait the whole ones, then look again
-                    ready = self.sock.poll(int(left * 1000))
-                    if not ready and deadline - time.monotonic() > 0:
-                        continue
-                else:
-                    if left > 0:  # the rest is slept, not spun (the interconnect needs the core)
-                        time.sleep(left)
-                    ready = self.sock.poll(0)
-            if not ready:
-                return None
+        """The next frame from the interconnect, or None at ``deadline`` (None: no deadline)."""
+        while self.kernel.wait(deadline, self.sock):
             try:
                 return P.decode(self.sock.recv(), max_size=P.MAX_FRAME + P.MAX_PAYLOAD)
             except P.ProtocolError:
                 continue
+        return None
 
     def _pump(self, deadline) -> dict | None:
         m = self._read(deadline)

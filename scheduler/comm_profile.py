@@ -27,8 +27,8 @@ request into that submesh); on a hypercube a k-cube is 2^ceil(k/2) x 2^floor(k/2
 simulator (:func:`communicating`) and the live cluster (``mcemu submit --pattern``,
 emulator.cli.net) read it the same way.
 
-Pure: no I/O, no clock. The network package is imported where it is used (it imports the
-stack, which imports the allocators, which import this module).
+Pure: no I/O, no clock. The stack's option parser is imported where it is used (the stack
+imports the allocators, which import this module).
 """
 from __future__ import annotations
 
@@ -37,7 +37,10 @@ import math
 from dataclasses import dataclass
 
 from scheduler.jobs import Job
-from scheduler.topology import Request, RequestError, Topology, ceil_log2
+from scheduler.network.channels import Channels
+from scheduler.network.metrics import internal_competing_level
+from scheduler.network.patterns import PATTERNS, pattern_pairs
+from scheduler.topology import Mesh, Request, RequestError, Topology, ceil_log2
 
 _OWN = ("mtbs", "iterations", "share")
 
@@ -59,8 +62,6 @@ class CommProfile:
     options: tuple = ()
 
     def __post_init__(self):
-        from scheduler.network.patterns import PATTERNS
-
         if self.pattern not in PATTERNS:
             raise CommProfileError(f"unknown pattern {self.pattern!r}; known: {', '.join(PATTERNS.names())}")
         m = self.mtbs
@@ -96,8 +97,6 @@ class CommProfile:
 
 @functools.lru_cache(maxsize=4096)
 def _pairs(pattern: str, w: int, h: int, options: tuple) -> tuple:
-    from scheduler.network.patterns import pattern_pairs
-
     try:
         return tuple(pattern_pairs(pattern, w, h, **dict(options)))
     except ValueError as e:  # NetworkError
@@ -106,10 +105,6 @@ def _pairs(pattern: str, w: int, h: int, options: tuple) -> tuple:
 
 @functools.lru_cache(maxsize=1024)
 def _internal_level(pattern: str, w: int, h: int, options: tuple) -> float:
-    from scheduler.network.channels import Channels
-    from scheduler.network.metrics import internal_competing_level
-    from scheduler.topology import Mesh
-
     pairs = _pairs(pattern, w, h, options)
     if not pairs:
         return 0.0
@@ -121,7 +116,7 @@ def _internal_level(pattern: str, w: int, h: int, options: tuple) -> float:
 def parse_comm(text: str) -> tuple[CommProfile, float]:
     """``PATTERN:mtbs=US:iterations=K[:share=W][:OPTION=VALUE...]`` -> (CommProfile, share). ``share``
     weighs the profile when several are mixed (default 1); other options go to the pattern."""
-    from scheduler.stack import parse_params
+    from scheduler.stack import parse_params  # a cycle: the stack imports the allocators, which import us
 
     parts = [p.strip() for p in str(text).strip().split(":")]
     pattern, items = parts[0].lower(), parts[1:]

@@ -38,6 +38,7 @@ from emulator.cli.lifecycle import start_cluster, stop_cluster  # noqa: E402
 from emulator.cli.net import pattern_command  # noqa: E402
 from tests.fixtures import ch6  # noqa: E402
 from emulator.live.client import Client  # noqa: E402
+from scheduler.network.stats import percentile  # noqa: E402
 
 
 def _links(home: Path) -> dict:
@@ -123,7 +124,7 @@ def agreement(dilation: float, mtbs: tuple[float, float] = (25.0, 25.0), n: int 
                     if line.startswith("{"):
                         late += json.loads(line)["lateness_us"]
         late.sort()
-        out["lateness_us"] = {"p50": late[len(late) // 2], "p99": late[int(0.99 * len(late))], "n": len(late)}
+        out["lateness_us"] = {"p50": percentile(late, 50), "p99": percentile(late, 99), "n": len(late)}
         out["interconnect_lateness_us"] = _links(home)["release_lateness_us"]
         out["agrees"] = all(abs(v["error"]) < 0.10 for v in out["jobs"].values())
         return out

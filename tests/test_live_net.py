@@ -91,15 +91,23 @@ def test_hostile_network_messages_change_nothing(cluster):
         assert _ask(s, b"\xc1garbage")["code"] == "not-msgpack"
         assert _ask(s, P.encode("submit", id=1, request={"nodes": 1}, runtime=1.0))["code"] == "unknown-type"
         assert _ask(s, P.encode("net_send", id=2, to=0, data=b"x"))["code"] == "no-hello"
-        assert _ask(s, P.encode("net_hello", job=jid + 100, attempt=1, rank=0))["code"] == "unknown-job"
-        assert _ask(s, P.encode("net_hello", job=jid, attempt=att + 1, rank=1))["code"] == "stale-attempt"
-        assert _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=16))["code"] == "bad-rank"
+        assert _ask(s, msgpack.packb({"v": 1, "type": "net_hello", "job": jid, "attempt": att,
+                                      "rank": 1}))["code"] == "missing-field"  # no node list
+        # the job is known from its own tasks' hellos (ordered membership): once rank 0's is in,
+        # a claim that contradicts them is refused
         out0 = cluster.home / "output" / f"job{jid}.0.out"
         wait_for(lambda: out0.exists() and "ready" in out0.read_text(), 30, "rank 0's task to connect")
-        assert _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=0))["code"] == "rank-claimed"
-        welcome = _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=1))
+        nodes = j["nodes"]
+
+        def hello(rank, claimed=nodes):
+            return _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=rank, nodes=claimed))
+        assert hello(1, [*nodes[:-1], 16])["code"] == "bad-nodes"  # a node the 4x4 machine has not
+        assert hello(1, nodes[::-1])["code"] == "bad-nodes"  # not the list its ranks gave
+        assert hello(16)["code"] == "bad-rank"
+        assert hello(0)["code"] == "rank-claimed"
+        welcome = hello(1)
         assert welcome["type"] == "net_welcome" and welcome["size"] == 16
-        assert _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=2))["code"] == "already-bound"
+        assert hello(2)["code"] == "already-bound"
         assert _ask(s, P.encode("net_send", id=3, to=16, data=b"x"))["code"] == "bad-rank"
         big = msgpack.packb({"v": 1, "type": "net_send", "id": 4, "to": 0, "data": b"x" * (P.MAX_PAYLOAD + 1)})
         r = _ask(s, big)

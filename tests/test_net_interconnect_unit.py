@@ -1,5 +1,6 @@
-"""The interconnect's and the daemon's network handlers driven in memory (no sockets bound):
-refusals change nothing. The live behaviour is tests/test_live_net.py."""
+"""The interconnect's and the daemon's network handlers driven in memory (no sockets bound, the
+interconnect on a fake clock): refusals change nothing. The live behaviour is
+tests/test_live_net.py."""
 from __future__ import annotations
 
 import os
@@ -11,14 +12,16 @@ from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live.daemon import Daemon
 from emulator.live.interconnect import AHEAD, Interconnect
-from emulator.live.netjobs import Jobs, p95
+from emulator.live.kernel import FakeClock, Kernel
+from emulator.live.netjobs import Membership
+from scheduler.network.stats import percentile
 
 
 class Capture(Interconnect):
-    """An interconnect whose replies are kept instead of sent."""
+    """An interconnect whose replies are kept instead of sent, on a fake clock at 0."""
 
     def __init__(self, tmp_path):
-        super().__init__(tmp_path, {"topology": "mesh:4x4", "net_dilation": 1000.0})
+        super().__init__(tmp_path, {"topology": "mesh:4x4", "net_dilation": 1000.0}, kernel=Kernel(FakeClock()))
         self.sent = []
 
     def _send(self, ident, frame):
@@ -26,14 +29,13 @@ class Capture(Interconnect):
         return True
 
 
-def _hello(ic, ident, rank, job=7, attempt=1):
-    ic.on_hello(ident, {"type": "net_hello", "job": job, "attempt": attempt, "rank": rank}, 0.0)
+def _hello(ic, ident, rank, job=7, attempt=1, nodes=(0, 1, 2, 3), **kw):
+    ic.on_hello(ident, {"type": "net_hello", "job": job, "attempt": attempt, "rank": rank, "nodes": list(nodes), **kw})
     return ic.sent[-1][1]
 
 
 def test_send_to_a_down_node_is_refused_and_nothing_is_injected(tmp_path):
     ic = Capture(tmp_path)
-    ic.jobs.start(7, 1, [0, 1, 2, 3])
     assert _hello(ic, b"a", 0)["type"] == "net_welcome"
     ic.on_event(b"node", {"node": 2, "state": "down", "t": 0.0})
     ic.on_send(b"a", {"id": 5, "to": 2, "data": b"x"}, 0.0)
@@ -47,13 +49,11 @@ def test_send_to_a_down_node_is_refused_and_nothing_is_injected(tmp_path):
 
 def test_delivery_timing_and_statistics(tmp_path):
     ic = Capture(tmp_path)
-    ic.t0 = 0.0
-    ic.jobs.start(7, 1, [0, 1, 2, 3])
     _hello(ic, b"a", 0)
     _hello(ic, b"b", 3)
     ic.on_send(b"a", {"id": 1, "to": 3, "data": b"payload"}, 0.0)  # 3 hops: (3 + 499) flits
-    ic.advance(0.001)
-    due = ic.releases[0][0]
+    ic.driver.advance(0.001)
+    due = ic.driver.next_due()
     assert due == pytest.approx(502 * 0.05 * 1000 / 1e6)  # 25.1 ms of wall time at dilation 1000
     ic.release(due - AHEAD - 1e-6)
     assert len(ic.sent) == 2  # the two welcomes: nothing before its time less AHEAD
@@ -61,19 +61,42 @@ def test_delivery_timing_and_statistics(tmp_path):
     got = {ident: m for ident, m in ic.sent[2:]}
     assert got[b"b"] == {"v": 1, "type": "net_msg", "source": 0, "data": b"payload", "due": due}
     assert got[b"a"]["type"] == "net_delivered" and got[b"a"]["delay_us"] == pytest.approx(25.1)
-    st = ic.jobs.jobs[7].stats()
+    st = ic.jobs.jobs[7].stats.summary(ic.net.us)
     assert st["count"] == 1 and st["slowdown"] == pytest.approx(1.0) and st["baseline_us"] == pytest.approx(25.1)
+    assert st["mean_contention_us"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_loop_hands_a_delivery_over_ahead_of_its_due_time_on_a_fake_clock(tmp_path):
+    """The kernel's turns on a fake clock: it sleeps to the driver's wake-up (the model learns
+    the delivery half the horizon ahead), then to AHEAD before the due time, and hands over
+    there, not earlier; no turn is spent on the model's hops."""
+    ic = Capture(tmp_path)
+    k = ic.kernel
+    k.add_deadline(ic.next_wake)
+    k.after_turn(ic.pump)
+    _hello(ic, b"a", 0)
+    _hello(ic, b"b", 3)
+    ic.on_send(b"a", {"id": 1, "to": 3, "data": b"x"}, 0.0)
+    spf = 0.05 * 1000 / 1e6  # wall seconds per flit time
+    assert ic.next_wake() == pytest.approx(499 / 2 * spf)  # the injection at 0 + (L - 1) / 2
+    turns = 0
+    while len(ic.sent) == 2:
+        k.run_once()
+        turns += 1
+    assert turns == 2 and k.now() == pytest.approx(502 * spf - AHEAD)
+    assert {m["type"] for _, m in ic.sent[2:]} == {"net_msg", "net_delivered"}
+    assert ic.next_wake() is None  # nothing in flight, nothing queued: only the timers wake it
 
 
 def test_claims_barrier_and_job_end(tmp_path):
     ic = Capture(tmp_path)
-    ic.jobs.start(7, 1, [0, 1])
-    assert _hello(ic, b"a", 0)["type"] == "net_welcome"
-    assert _hello(ic, b"x", 0)["code"] == "rank-claimed"
-    assert _hello(ic, b"a", 1)["code"] == "already-bound"
-    assert _hello(ic, b"y", 2)["code"] == "bad-rank"
-    assert _hello(ic, b"y", 1, attempt=2)["code"] == "stale-attempt"
-    _hello(ic, b"b", 1)
+    two = (0, 1)
+    assert _hello(ic, b"a", 0, nodes=two)["type"] == "net_welcome"
+    assert _hello(ic, b"x", 0, nodes=two)["code"] == "rank-claimed"
+    assert _hello(ic, b"a", 1, nodes=two)["code"] == "already-bound"
+    assert _hello(ic, b"y", 2, nodes=two)["code"] == "bad-rank"
+    assert _hello(ic, b"y", 1, nodes=(0, 2))["code"] == "bad-nodes"  # not the list rank 0 gave
+    _hello(ic, b"b", 1, nodes=two)
     ic.on_barrier(b"a", {"id": 10})
     n = len(ic.sent)
     ic.on_barrier(b"b", {"id": 20})
@@ -81,14 +104,14 @@ def test_claims_barrier_and_job_end(tmp_path):
     ic.on_event(b"job", {"job": 7, "state": "requeued", "t": 0.0, "info": {"nodes": [], "attempt": 1}})
     ic.on_send(b"a", {"id": 1, "to": 1, "data": b""}, 0.0)
     assert ic.sent[-1][1]["code"] == "no-hello"  # the job's connections are forgotten
+    assert _hello(ic, b"z", 0, nodes=two)["code"] == "stale-attempt"  # its attempt ended
 
 
 def test_group_barrier_waits_for_every_job_of_the_group(tmp_path):
     ic = Capture(tmp_path)
     for jid, idents in ((1, (b"a", b"b")), (2, (b"c",))):
-        ic.jobs.start(jid, 1, list(range(len(idents))))
         for rank, ident in enumerate(idents):
-            ic.on_hello(ident, {"type": "net_hello", "job": jid, "attempt": 1, "rank": rank, "group": "g"}, 0.0)
+            _hello(ic, ident, rank, job=jid, nodes=range(2 * jid - 2, 2 * jid - 2 + len(idents)), group="g")
     n = len(ic.sent)
     ic.on_barrier(b"a", {"id": 1, "group": "g"})
     ic.on_barrier(b"b", {"id": 2, "group": "g"})
@@ -105,11 +128,32 @@ def test_group_barrier_waits_for_every_job_of_the_group(tmp_path):
     assert sorted((i, m["id"]) for i, m in ic.sent[n:]) == [(b"a", 5), (b"b", 6)]
 
 
-def test_jobs_p95_nearest_rank():
-    assert p95(range(1, 101)) == 95 and p95([3.0]) == 3.0
-    j = Jobs()
-    j.start(1, 1, [5])
-    assert j.start(1, 1, [5]) is None and j.start(1, 2, [6]).attempt == 1
+def _claim(ms, ident, rank, job=1, attempt=1, nodes=(3, 5)):
+    return ms.hello(ident, {"job": job, "attempt": attempt, "rank": rank, "nodes": list(nodes)})
+
+
+def test_membership_comes_from_the_hellos_in_order():
+    """The first hello of an attempt makes the job known; a newer attempt's replaces it (its
+    old attempt's end event, arriving after, leaves the new one alone); an ended attempt, a
+    node outside the machine or a repeated node is refused and changes nothing."""
+    ms = Membership(16)
+    j, replaced, code, _ = _claim(ms, b"a", 0)
+    assert code is None and not replaced and j.nodes == (3, 5) and ms.jobs[1] is j
+    for nodes, code in (((3, 16), "bad-nodes"), ((3, 3), "bad-nodes"), ((), "bad-nodes")):
+        assert _claim(ms, b"x", 0, job=2, nodes=nodes)[2] == code
+    assert 2 not in ms.jobs and b"x" not in ms.by_ident
+    new, replaced, code, _ = _claim(ms, b"b", 1, attempt=2)  # the requeued job's task, before the event
+    assert code is None and replaced == [j] and ms.jobs[1] is new and b"a" not in ms.by_ident
+    assert ms.event(b"job", {"job": 1, "state": "requeued", "info": {"attempt": 1}}) == []
+    assert ms.jobs[1] is new
+    assert _claim(ms, b"c", 0, attempt=1)[2] == "stale-attempt"
+    assert ms.event(b"job", {"job": 1, "state": "completed", "info": {"attempt": 2}}) == [new]
+    assert _claim(ms, b"d", 0, attempt=2)[2] == "stale-attempt" and 1 not in ms.jobs
+
+
+def test_one_percentile_nearest_rank():
+    assert percentile(list(range(1, 101)), 95) == 95 and percentile([3.0], 95) == 3.0
+    assert percentile([1, 2, 3, 4], 50) == 2 and percentile([1, 2, 3, 4], 99) == 4
 
 
 def test_comm_report_is_local_only_and_checked(tmp_path):
@@ -185,7 +229,7 @@ def test_comm_hands_a_message_sent_ahead_over_at_its_due_time(tmp_path, monkeypa
     finally:
         t.join(5)
         r.close()
-    assert got["hello"]["type"] == "net_hello"
+    assert got["hello"]["type"] == "net_hello" and got["hello"]["nodes"] == [0, 1]
 
 
 _PROBE = """

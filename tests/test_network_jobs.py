@@ -13,7 +13,7 @@ from emulator.sim.simulator import Simulation
 from emulator.sim.workloads import Workload
 from scheduler import allocators
 from scheduler.allocators.ch6_rules import MultipleBuddyCh6
-from scheduler.comm_profile import CommProfile, CommProfileError, CommRequest, communicating, parse_comm
+from scheduler.comm_profile import CommProfile, CommProfileError, CommRequest, communicating, logical_shape, parse_comm
 from scheduler.jobs import Job
 from scheduler.stack import StackConfig, build
 from scheduler.topology import Request, parse_topology
@@ -274,3 +274,25 @@ def test_bad_communication_input_is_a_one_line_error(argv, message, capsys):
 def test_a_pattern_that_does_not_fit_names_the_job():
     with pytest.raises(CommProfileError, match="job 7: transpose on a 3x2 job"):
         communicating(Job(7, 0.0, Request.submesh(3, 2), 1.0), CommProfile("transpose", 0, 1), parse_topology("mesh:8x8"))
+
+
+@pytest.mark.parametrize("topo,request_", [("mesh:8x8", {"nodes": 6}), ("mesh:8x8", {"nodes": 5}),
+                                           ("mesh:8x8", {"shape": [4, 2]}), ("hypercube:5", {"cube": 3}),
+                                           ("hypercube:5", {"nodes": 6})])
+def test_live_and_simulated_pattern_jobs_ask_for_the_same_logical_grid(topo, request_):
+    """``mcemu submit --pattern`` and ``mcemu simulate --comm`` read a job's logical grid with
+    one function (scheduler.comm_profile.grid_request): a node count on a mesh is the smallest
+    submesh that holds it on both sides (it was N x 1 live), and the pattern task runs that W x H."""
+    from types import SimpleNamespace
+
+    from emulator.cli.net import pattern_job
+
+    cfg = {"topology": topo, "network": "wormhole", "net_dilation": 1000.0, "time_unit": 1.0}
+    client = SimpleNamespace(status=lambda: {"config": cfg})
+    args = SimpleNamespace(pattern="ring", mtbs=0.0, iterations=5, warmup=None, seed=0, group=None, runtime=None)
+    live = dict(request_)
+    command, _ = pattern_job(args, live, client)
+    sim = communicating(Job(1, 0.0, Request.from_dict(request_), 1.0), CommProfile("ring", 0, 5), parse_topology(topo))
+    assert live == sim.request.to_dict()
+    w, h = logical_shape(sim.request, parse_topology(topo))
+    assert f"--shape {w}x{h} " in command and w * h == sim.request.processors_needed

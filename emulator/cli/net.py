@@ -7,7 +7,8 @@
 
 Jobs are ``--job PATTERN[:SHAPE]@PLACE[:KEY=VALUE...]`` (repeatable; see
 :mod:`scheduler.network.layout`) or ``--job-file F.json``. The network model is imported
-inside the commands (every ``mcemu`` command builds this parser).
+inside the commands: every ``mcemu`` command builds this parser, and the model costs 15 ms,
+the placed jobs 64 ms (with the policy stack), against 4 ms for ``emulator.cli`` itself.
 """
 from __future__ import annotations
 
@@ -177,30 +178,31 @@ def metrics(args) -> int:
 def pattern_job(args, request: dict, client) -> tuple[str, float]:
     """``mcemu submit --pattern``: the command of the ready-made pattern task (nodes.pattern)
     and, unless ``--runtime`` is given, a run time estimate for the policy (the job really
-    ends when its paths have done their messages): every message contention-free plus MTBS."""
+    ends when its paths have done their messages): every message contention-free plus MTBS.
+    The job asks for its logical grid as a job of ``mcemu simulate --comm`` does
+    (scheduler.comm_profile.grid_request): ``request`` is rewritten in place to it (a node
+    count on a mesh becomes the smallest submesh that holds it; a k-cube is its most square
+    grid of 2^k ranks)."""
     import inspect
 
+    from emulator.live.config import message
+    from scheduler.comm_profile import grid_request
     from scheduler.network.patterns import pattern_pairs
     from scheduler.network.wormhole import NetworkError, Wormhole
+    from scheduler.topology import Request, RequestError, TopologyError, parse_topology
 
-    if "shape" in request:
-        w, h = request["shape"]
-    elif "nodes" in request:
-        w, h = request["nodes"], 1
-    else:  # a k-cube as the most square grid of its 2^k ranks (4 -> 4x4, 3 -> 4x2)
-        k = request["cube"]
-        w, h = 1 << (k + 1) // 2, 1 << k // 2
+    cfg = client.status()["config"]
     try:
+        w, h, grid = grid_request(Request.from_dict(request), parse_topology(cfg["topology"]))
         pattern_pairs(args.pattern, w, h)
-    except (NetworkError, KeyError) as e:
-        from emulator.live.config import message
-
+    except (NetworkError, KeyError, RequestError, TopologyError) as e:
         raise UsageError(f"--pattern: {message(e)}") from None
     if args.iterations < 1 or (args.warmup is not None and args.warmup < 0) or not 0 <= args.mtbs < 1e9:
         raise UsageError("--iterations must be >= 1, --warmup >= 0 and --mtbs a number of microseconds >= 0")
-    cfg = client.status()["config"]
     if cfg.get("network") != "wormhole":
         raise UsageError("--pattern needs a cluster with a network: mcemu up --network wormhole")
+    request.clear()
+    request.update(grid.to_dict())
     warmup = args.iterations // 10 if args.warmup is None else args.warmup
     runtime = args.runtime
     if runtime is None:

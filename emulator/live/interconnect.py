@@ -1,20 +1,24 @@
 """The live cluster's interconnect: ``python -m emulator.live.interconnect --home H``.
 
 Tasks (nodes.comm, DEALER) connect to ``ipc://$MCEMU_HOME/net.sock`` (ROUTER, mode 0600),
-say which rank of which job they are (``net_hello``) and send payloads to other ranks
-(``net_send``). The interconnect injects each message into the wormhole model
-(scheduler.network.wormhole, the one ``mcemu net simulate`` runs) at the current *dilated*
-network time, and at the delivery time the model gives forwards the payload bytes to the
-receiving task (``net_msg``) and tells the sender (``net_delivered``), so a path loop can
-wait for its delivery (both up to AHEAD early, with the due time, which nodes.comm waits
-for before handing them over). Time: one network microsecond is ``net_dilation`` wall microseconds
-(a flit of 0.05 us cannot be timed by processes); the model's flit time, message length
-and start-up are its defaults, the same as ``mcemu net simulate``'s. Every message is one
-packet of L flits in the model whatever its byte count (the text's fixed-length messages).
+say which rank of which job they are (``net_hello``, with the job's nodes) and send payloads
+to other ranks (``net_send``). The interconnect only moves frames: it decodes them, hands each
+message to the network driver (scheduler.network.driver: the wormhole model that ``mcemu net
+simulate`` runs, on a clock of *dilated* wall time) and sends what the driver returns: at the
+delivery time the model gives, the payload bytes to the receiving task (``net_msg``) and the
+notice to the sender (``net_delivered``), so a path loop can wait for its delivery (both up to
+AHEAD early, with the due time, which nodes.comm waits for before handing them over). Time:
+one network microsecond is ``net_dilation`` wall microseconds (a flit of 0.05 us cannot be
+timed by processes); the model's flit time, message length and start-up are its defaults, the
+same as ``mcemu net simulate``'s. Every message is one packet of L flits in the model whatever
+its byte count (the text's fixed-length messages).
 
-It learns the running jobs (``nodes``: rank i on the i-th node) and the down nodes from the
-daemon's PUB events (and one ``queue``/``nodes`` listing at start), and reports each job's
-statistics to the daemon (``comm``, as a LOCAL ipc peer) for ``mcemu queue`` and the journal.
+A job becomes known with its tasks' first hello (emulator.live.netjobs: ordered membership);
+its end and the down nodes come from the daemon's PUB events. It reports each job's
+statistics to the daemon (``comm``, as a LOCAL peer) for ``mcemu queue`` and the journal. It
+runs on the live kernel (emulator.live.kernel, its precise wait): the task socket, the events,
+the daemon's replies, the report and channel-window timers, and one deadline: the next
+hand-over or the driver's next wake-up, whichever comes first.
 
 Why a process of its own and not a part of the daemon: the two loops want opposite things.
 The daemon's loop keeps heartbeats, job starts and the journal's commits, and must not be
@@ -25,44 +29,48 @@ busy, a crash of one does not take the other (a daemon recovery leaves a live in
 alone), and a cluster without ``--network`` pays nothing.
 
 Hostile input changes nothing: a frame that does not decode, a type that is not NET_TYPES, a
-payload above protocol.MAX_PAYLOAD, an unknown job, a wrong attempt or rank, a second
-connection claiming a rank, a send before ``net_hello``, a destination on a down node: each
+payload above protocol.MAX_PAYLOAD, an attempt that ended or was replaced, a wrong rank, a second
+connection claiming a rank, a node list that is not the machine's or not the one the job's
+other ranks gave, a send before ``net_hello``, a destination on a down node: each
 gets an ``error`` reply (with the request's id when it has one) and the loop carries on.
 """
 from __future__ import annotations
 
 import argparse
 import gc
-import heapq
 import logging
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import zmq
 
+from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live import sockets
-from emulator.live.netjobs import HELLO_WAIT, Jobs
+from emulator.live.kernel import Kernel
+from emulator.live.netjobs import Membership
 from emulator.live.netlinks import LINK_WINDOW, Links
+from emulator.live.recovery import pending_meta
+from scheduler.network.driver import Clock, NetworkDriver
 from scheduler.network.wormhole import Wormhole
 
 log = logging.getLogger("mcemu.interconnect")
 
 REPORT_EVERY = 0.5  # seconds between a job's ``comm`` reports while its messages flow
-MAX_PENDING = 4096  # hellos waiting for their job's event; more are refused at once
-SPIN = 60e-6  # a wait shorter than this polls again at once rather than sleep
 # A delivery the model has made certain is handed to the tasks up to this long before its
 # wall time, with that time (``due``); nodes.comm holds it until then. The receiving task's
 # one timed sleep replaces the chain interconnect wake-up -> send -> task wake-up, whose
 # scheduling delays on a busy machine were the p99 error (4.8 ms of a 25 ms message; with 3
 # ms ahead still 4 ms, the interconnect's own wake-ups being up to 3 ms late at a load of 17
-# on 2 cores). A delivery is known L - 1 flit times ahead (25 ms at the default dilation);
-# where it is known later it is simply handed over as soon as it is known.
+# on 2 cores). Where a delivery is known later it is handed over as soon as it is known.
 AHEAD = 0.010
+# How early the loop learns a delivery, as a share of the driver's horizon (L - 1 flit times):
+# half of it, 12.5 ms at the default dilation, is more than AHEAD, and the loop wakes for the
+# model at most once per (L - 1) / 2 flit times of network time, not once per hop.
+LEAD = 0.5
 _MORE, _LAST = int(zmq.SNDMORE | zmq.NOBLOCK), int(zmq.NOBLOCK)
 
 
@@ -71,26 +79,21 @@ def net_endpoint(home: Path) -> str:
 
 
 class Interconnect:
-    def __init__(self, home: Path, cfg: dict):
+    """The live network of the cluster in ``home`` (``cfg``: its journal's configuration).
+    ``kernel``: the loop it runs on (a fake clock's in tests; default the wall clock's)."""
+
+    def __init__(self, home: Path, cfg: dict, kernel: Kernel | None = None):
         self.home = Path(home)
         self.cfg = cfg
-        self.net = Wormhole(cfg["topology"])  # the model's defaults: `mcemu net simulate`'s
+        self.kernel = kernel if kernel is not None else Kernel(precise=True)
+        self.net = net = Wormhole(cfg["topology"])  # the model's defaults: `mcemu net simulate`'s
         self.dilation = float(cfg["net_dilation"])
-        self.t0 = time.monotonic()
-        # wall seconds per flit time
-        self.spf = self.net.flit_time * self.dilation / 1e6
-        self.jobs = Jobs()
+        self.driver = NetworkDriver(net, Clock.dilated(self.kernel.now(), net.flit_time, self.dilation))
+        self.lead = LEAD * self.driver.reach
+        self.jobs = Membership(net.channels.topology.size)
         self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured)
-        self.releases: list = []  # (wall due, tag, Delivery): the deliveries the model made certain
         self._tag = 0
-        self.next_report = 0.0
-        self.links = Links(self.net)
-
-    def flits(self, wall: float) -> float:
-        return (wall - self.t0) / self.spf
-
-    def wall(self, flits: float) -> float:
-        return self.t0 + flits * self.spf
+        self.links = Links(net)
 
     # ------------------------------------------------------------------ sockets
 
@@ -114,19 +117,6 @@ class Interconnect:
         self.daemon.setsockopt(zmq.LINGER, 0)
         self.daemon.connect(homemod.control_endpoint(self.home))
         self.endpoint = ep
-
-    def sync(self, timeout: float = 10.0) -> None:
-        """The jobs running and the nodes down when we start (events say what changes after)."""
-        from emulator.live.client import Client, ClientError
-
-        with Client(home=self.home, timeout=timeout) as c:
-            try:
-                for j in c.queue()["jobs"]:
-                    if j["state"] == "running" and j["nodes"]:
-                        self.jobs.start(j["id"], j["attempt"], j["nodes"])
-                self.jobs.down = {n["node"] for n in c.nodes() if n["state"] == "down"}
-            except ClientError as e:
-                log.warning("no listing from the daemon (%s): jobs are learnt from events", e)
 
     def _send(self, ident: bytes, frame: bytes) -> bool:
         try:
@@ -156,24 +146,20 @@ class Interconnect:
         if t == "net_send":
             self.on_send(ident, m, now)
         elif t == "net_hello":
-            self.on_hello(ident, m, now)
+            self.on_hello(ident, m)
         elif t == "net_barrier":
             self.on_barrier(ident, m)
         else:
             doc = self.links.doc(self.dilation)
             # each running job's statistics so far: the monitor's running table shows the mean delay
-            doc["jobs"] = {str(j.id): j.stats() for j in self.jobs.jobs.values()}
+            doc["jobs"] = {str(j.id): j.stats.summary(self.net.us) for j in self.jobs.jobs.values()}
             self._send(ident, P.encode_unchecked("ok", id=m["id"], data=doc))
 
-    def on_hello(self, ident, m, now):
-        j, code, why = self.jobs.hello(ident, m)
-        if code == "wait":
-            if len(self.jobs.pending) >= MAX_PENDING:  # a flood of claims on unknown jobs
-                return self._error(ident, "unknown-job", f"job {m['job']} is not running on this cluster")
-            self.jobs.pending.append((now + HELLO_WAIT, ident, m))
-            return
+    def on_hello(self, ident, m):
+        j, replaced, code, why = self.jobs.hello(ident, m)
         if code:
             return self._error(ident, code, why)
+        self._ended(replaced)
         self.jobs.join(j, m.get("group"))
         rank = m["rank"]
         welcome = P.encode_unchecked("net_welcome", job=j.id, rank=rank, size=j.size, dilation=self.dilation,
@@ -203,18 +189,11 @@ class Interconnect:
                                                        f"not {group!r}", m["id"])
             j.gbarrier.setdefault(rank, []).append(m["id"])
             done = self.jobs.group_barrier(group)
+        self._answer(done)
+
+    def _answer(self, done) -> None:
         for job, r, rid in done:
             self._send(job.ranks[r], P.encode_unchecked("ok", id=rid, data=None))
-
-    def _retry_pending(self, now):
-        pend, self.jobs.pending = self.jobs.pending, []
-        for deadline, ident, m in pend:
-            if m["job"] in self.jobs.jobs:
-                self.on_hello(ident, m, now)
-            elif now >= deadline:
-                self._error(ident, "unknown-job", f"job {m['job']} is not running on this cluster")
-            else:
-                self.jobs.pending.append((deadline, ident, m))
 
     def on_send(self, ident, m, now):
         had = self.jobs.by_ident.get(ident)
@@ -224,46 +203,35 @@ class Interconnect:
         to = m["to"]
         if to >= j.size:
             return self._error(ident, "bad-rank", f"job {j.id} has ranks 0-{j.size - 1}, not {to}", m["id"])
-        src, dst = j.nodes[rank], j.nodes[to]
+        dst = j.nodes[to]
         if dst in self.jobs.down:
             return self._error(ident, "node-down", f"rank {to} of job {j.id} is on node {dst}, which is down",
                                m["id"])
-        net = self.net
         self._tag += 1
-        tag = self._tag
-        self.msgs[tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True))
-        net.send(src, dst, max(net.now, self.flits(now)), tag)
+        self.msgs[self._tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True))
+        self.driver.send(j.nodes[rank], dst, now, self._tag)
 
     # ------------------------------------------------------------------ the model
 
-    def advance(self, now: float) -> None:
-        """Run the model to the wall time ``now``; the deliveries it makes certain (their
-        tails may still be on the way) are queued for release at their wall times."""
-        net = self.net
-        until = self.flits(now)
-        while True:
-            got = net.advance(until)
-            if not got:
-                break
-            for d in got:
-                heapq.heappush(self.releases, (self.wall(d.delivered), d.tag, d))
+    def pump(self) -> None:
+        """After every turn: run the model to now (the deliveries it makes certain join the
+        driver's queue by due time) and hand over what is due within AHEAD."""
+        now = self.kernel.now()
+        self.driver.advance(now)
+        self.release(now)
 
     def release(self, now: float) -> None:
-        rel = self.releases
-        net = self.net
-        free0 = net.length - 1
-        startup = net.us(net.startup)
-        while rel and rel[0][0] - AHEAD <= now:
-            due, tag, d = heapq.heappop(rel)
-            j, rank, to, sender, rid, data, measured = self.msgs.pop(tag)
-            if self.jobs.jobs.get(j.id) is not j:
+        driver, net, down, running = self.driver, self.net, self.jobs.down, self.jobs.jobs
+        for due, d in driver.due(now + AHEAD):
+            j, rank, to, sender, rid, data, measured = self.msgs.pop(d.tag)
+            if running.get(j.id) is not j:
                 continue  # the job ended (or was requeued) while the message was in flight
-            if j.nodes[to] in self.jobs.down:
+            if j.nodes[to] in down:
                 self._error(sender, "node-down", f"rank {to} of job {j.id} is on node {j.nodes[to]}, which "
                                                  f"went down before delivery", rid)
                 continue
-            delay = net.us(d.delivered - d.sent)
-            j.record(delay, net.us(d.hops + free0) + startup, measured)
+            delay = net.us(driver.record(j.stats, d, measured))
+            j.dirty = True
             frame = P.encode_unchecked("net_msg", source=rank, data=data, due=due)
             ident = j.ranks.get(to)
             if ident is None:
@@ -271,30 +239,29 @@ class Interconnect:
             else:
                 self._send(ident, frame)
             self._send(sender, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due))
-            self.links.late(time.monotonic() - (due - AHEAD))  # this loop's own lateness
+            self.links.late(self.kernel.now() - (due - AHEAD))  # this loop's own lateness
 
-    def next_wake(self, now: float) -> float:
-        """The next wall time the loop must run: a release, the model's horizon (a delivery
-        not known yet lies at least L - 1 flit times ahead of the model's time, so halfway
-        there is soon enough to learn it), a report or a utilization window."""
-        t = self.next_report
-        if self.releases:
-            t = min(t, self.releases[0][0] - AHEAD)
-        nt = self.net.next_time()
-        if nt is not None:
-            t = min(t, self.wall(max(nt, self.net.now + (self.net.length - 1) / 2)))
-        if self.jobs.pending:
-            t = min(t, self.jobs.pending[0][0])
-        return min(t, now + LINK_WINDOW)
+    def next_wake(self) -> float | None:
+        """The kernel's deadline: the next hand-over (AHEAD before a due time) or the driver's
+        wake-up, when the model must run again to learn its next deliveries LEAD ahead."""
+        t = self.driver.wakeup(self.lead)
+        due = self.driver.next_due()
+        if due is not None and (t is None or due - AHEAD < t):
+            t = due - AHEAD
+        return t
 
     # ------------------------------------------------------------------ daemon
 
     def on_event(self, topic: bytes, m: dict) -> None:
-        ended, released = self.jobs.event(topic, m)
-        for j in ended:
+        self._ended(self.jobs.event(topic, m))
+
+    def _ended(self, attempts) -> None:
+        """Attempts that ended: their last report; the others of a group may wait for them no
+        longer."""
+        for j in attempts:
             self.report(j)
-        for job, r, rid in released:
-            self._send(job.ranks[r], P.encode_unchecked("ok", id=rid, data=None))
+            if j.group is not None:
+                self._answer(self.jobs.group_barrier(j.group))
 
     def report(self, j) -> None:
         if not j.dirty:
@@ -302,52 +269,32 @@ class Interconnect:
         j.dirty = False
         self._tag += 1
         try:
-            self.daemon.send(P.encode("comm", id=self._tag, job=j.id, attempt=j.attempt, stats=j.stats()),
-                             flags=zmq.NOBLOCK)
+            self.daemon.send(P.encode("comm", id=self._tag, job=j.id, attempt=j.attempt,
+                                      stats=j.stats.summary(self.net.us)), flags=zmq.NOBLOCK)
         except zmq.ZMQError:
             pass  # the daemon is away (a recovery): the next report carries the same totals
+
+    def report_all(self) -> None:
+        for j in list(self.jobs.jobs.values()):
+            self.report(j)
 
     # ------------------------------------------------------------------ the loop
 
     def serve(self) -> None:
-        poller = zmq.Poller()
-        poller.register(self.router, zmq.POLLIN)
-        poller.register(self.sub, zmq.POLLIN)
-        poller.register(self.daemon, zmq.POLLIN)
-        stop = []
+        k = self.kernel
+        k.add_reader(self.router, self._drain_tasks)
+        k.add_reader(self.sub, self._drain_events)
+        k.add_reader(self.daemon, self._drain_daemon)
+        k.add_deadline(self.next_wake)
+        k.after_turn(self.pump)
+        k.every(REPORT_EVERY, self.report_all)
+        k.every(LINK_WINDOW, self.links.roll)
         for s in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(s, lambda *_: stop.append(1))
-        next_window = time.monotonic() + LINK_WINDOW
-        while not stop:
-            now = time.monotonic()
-            wait = self.next_wake(now) - now
-            if wait > 0.001:
-                # poll wakes on the whole millisecond below the due time; the rest is slept
-                ready = dict(poller.poll(int(wait * 1000)))
-            else:
-                if wait > SPIN:
-                    time.sleep(wait - SPIN)  # the kernel's timer slack (50 us) is the spin's
-                ready = dict(poller.poll(0))
-            now = time.monotonic()
-            if self.sub in ready:
-                self._drain_events()
-            if self.router in ready:
-                self._drain_tasks(now)
-            if self.daemon in ready:
-                while self.daemon.poll(0):
-                    self.daemon.recv()  # ok / error of a comm report: nothing to do
-            if self.jobs.pending:
-                self._retry_pending(now)
-            now = time.monotonic()
-            self.advance(now)
-            self.release(now)
-            if now >= self.next_report:
-                for j in list(self.jobs.jobs.values()):
-                    self.report(j)
-                self.next_report = now + REPORT_EVERY
-            if now >= next_window:
-                self.links.roll()
-                next_window = now + LINK_WINDOW
+            k.on_signal(s, k.stop)
+        try:
+            k.run()
+        finally:
+            k.close()
 
     def _drain_events(self):
         while self.sub.poll(0):
@@ -357,8 +304,13 @@ class Interconnect:
             except P.ProtocolError:
                 log.warning("an event that does not decode: dropped")
 
-    def _drain_tasks(self, now):
+    def _drain_daemon(self):
+        while self.daemon.poll(0):
+            self.daemon.recv()  # ok / error of a comm report: nothing to do
+
+    def _drain_tasks(self):
         r = self.router
+        now = self.kernel.now()
         for _ in range(4096):
             try:
                 frames = r.recv_multipart(flags=zmq.NOBLOCK)
@@ -370,8 +322,7 @@ class Interconnect:
                 log.exception("failed on a message")
 
     def close(self):
-        for j in list(self.jobs.jobs.values()):
-            self.report(j)
+        self.report_all()
         for s in (self.router, self.sub, self.daemon):
             s.close(linger=0 if s is not self.daemon else 200)
         self.ctx.term()
@@ -380,20 +331,19 @@ class Interconnect:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="mcemu-interconnect", description="the live cluster's wormhole network")
     ap.add_argument("--home", default=None)
+    configmod.add_arguments(ap, configmod.INTERCONNECT)
     a = ap.parse_args(argv)
     if a.home:
         os.environ["MCEMU_HOME"] = a.home
     home = homemod.home_dir()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s interconnect %(levelname)s %(message)s")
-    from emulator.live.recovery import pending_meta
-
-    cfg = pending_meta(home).get("config") or {}
+    given = {k: v for k, v in configmod.values(a, configmod.INTERCONNECT).items() if v is not None}
+    cfg = {**(pending_meta(home).get("config") or {}), **given}
     if cfg.get("network") != "wormhole":
         print("mcemu interconnect: error: this cluster's journal has no --network wormhole", file=sys.stderr)
         return 2
     ic = Interconnect(home, cfg)
     ic.bind()
-    ic.sync()
     homemod.write_pidfile(home / "interconnect.pid")
     # its objects (messages, deliveries, frames) hold no cycles: a collection would only be a
     # pause of milliseconds in the middle of a release

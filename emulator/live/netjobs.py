@@ -2,38 +2,48 @@
 connection plays which rank, the messages waiting for a task that has not connected yet, and
 the statistics of their messages (reported to the daemon as ``comm``).
 
+**Membership is ordered by the hello itself.** A task's ``net_hello`` carries its job, attempt
+and rank and the job's node list (the agent puts MCEMU_NODES and MCEMU_ATTEMPT in every task's
+environment), so the first hello of an attempt makes the job known: no task can speak before
+its job is, and there is no replica of the daemon's job table to wait for. The claims are
+checked: the rank lies in the node list, the nodes are the machine's and distinct, every rank
+of an attempt names the same list, an attempt at or below one that has ENDED is refused, and a
+hello for a newer attempt replaces the old one (a requeued job's new tasks may say hello before
+the old attempt's end event arrives). What is not membership still comes from the daemon's
+events: a job's end or requeue (its connections are forgotten, its statistics reported), and
+down nodes. The socket is the cluster user's (mode 0600): the checks catch mistakes and stale
+tasks, not a process of the same user that lies, which could as well kill the tasks.
+
 Pure bookkeeping (no sockets, no clock): emulator.live.interconnect drives it.
 """
 from __future__ import annotations
 
-import math
+from scheduler.network.stats import MessageStats
 
-# a task's ``net_hello`` for a job the interconnect has not heard of yet waits this long for
-# the job's event (the daemon publishes it in the same flush as the ``run`` messages, so it
-# nearly always comes first) before it is refused as an unknown job
-HELLO_WAIT = 2.0
 # job event states after which a job's tasks no longer run (a requeued job starts a new attempt)
 FINISHED = ("completed", "failed", "cancelled", "requeued", "queued")
 
 
-class NetJob:
-    """One attempt of a running job: rank i on ``nodes[i]`` (the daemon's order)."""
+class JobAttempt:
+    """One attempt of a running job as its tasks declared it: rank i on ``nodes[i]``."""
 
-    __slots__ = ("id", "attempt", "nodes", "ranks", "inbox", "waiting", "delays", "baseline", "total",
-                 "dirty", "barrier", "gbarrier", "group")
+    __slots__ = ("id", "attempt", "nodes", "ranks", "inbox", "waiting", "stats", "dirty", "barrier", "gbarrier",
+                 "group")
 
-    def __init__(self, id: int, attempt: int, nodes: list[int]):
-        self.id, self.attempt, self.nodes = id, attempt, list(nodes)
+    def __init__(self, id: int, attempt: int, nodes):
+        self.id, self.attempt, self.nodes = id, attempt, tuple(nodes)
         self.ranks: dict[int, bytes] = {}  # rank -> routing id of the task that said hello
         self.inbox: dict[int, list] = {}  # rank -> frames delivered before its task connected
-        self.waiting: list = []  # (ident, rank) of ``sync`` hellos: welcomed when every rank is in
-        self.delays: list[float] = []  # network us of the measured messages
-        self.baseline = 0.0  # sum of their contention-free times (us)
-        self.total = 0  # every delivered message, measured or not
+        self.waiting: list = []  # (ident, welcome frame) of ``sync`` hellos: sent when every rank is in
+        self.stats = MessageStats()  # flit times
         self.dirty = False
         self.barrier: dict[int, list] = {}  # rank -> request ids of the barriers it entered, not done
         self.gbarrier: dict[int, list] = {}  # the same for its group's barriers
         self.group: str | None = None  # a group of jobs whose group barriers wait for each other
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
 
     def enter_barrier(self, rank: int, req_id: int) -> list | None:
         """Rank ``rank`` enters its next barrier; when that completes one for every rank,
@@ -51,89 +61,94 @@ class NetJob:
     def take(entered: dict) -> list:
         return [(r, ids.pop(0)) for r, ids in entered.items()]
 
-    @property
-    def size(self) -> int:
-        return len(self.nodes)
 
-    def record(self, delay_us: float, free_us: float, measured: bool) -> None:
-        self.total += 1
-        if measured:
-            self.delays.append(delay_us)
-            self.baseline += free_us
-        self.dirty = True
+class Membership:
+    """The jobs whose tasks said hello, by id, their task connections, the attempts that ended
+    and the down nodes (module docstring). ``nodes``: how many nodes the machine has."""
 
-    def stats(self) -> dict:
-        """The ``comm`` statistics: count, mean and p95 delay, the contention-free baseline
-        (the mean of each message's ``(hops + L - 1) x T_t + startup``) and the slowdown
-        (mean / baseline), over the measured messages; ``messages`` counts every one."""
-        d = self.delays
-        n = len(d)
-        if not n:
-            return {"count": 0, "messages": self.total, "mean_delay_us": None, "p95_delay_us": None,
-                    "baseline_us": None, "slowdown": None}
-        mean = sum(d) / n
-        base = self.baseline / n
-        return {"count": n, "messages": self.total, "mean_delay_us": mean, "p95_delay_us": p95(d),
-                "baseline_us": base, "slowdown": mean / base if base > 0 else None}
-
-
-def p95(values) -> float:
-    """The 95th percentile (nearest rank): what scheduler.network.traffic reports as p95 too."""
-    s = sorted(values)
-    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
-
-
-class Jobs:
-    """The running jobs by id, their task connections, and the down nodes."""
-
-    def __init__(self):
-        self.jobs: dict[int, NetJob] = {}
-        self.by_ident: dict[bytes, tuple[NetJob, int]] = {}
+    def __init__(self, nodes: int):
+        self.machine = nodes
+        self.jobs: dict[int, JobAttempt] = {}
+        self.by_ident: dict[bytes, tuple[JobAttempt, int]] = {}
+        self.ended: dict[int, int] = {}  # job id -> its highest attempt known to have ended
         self.down: set[int] = set()
-        self.pending: list = []  # (deadline, ident, hello message) for jobs not heard of yet
         self.groups: dict[str, set[int]] = {}  # group -> its running jobs (named by their tasks' hello)
 
-    def start(self, jid: int, attempt: int, nodes) -> NetJob | None:
-        """A job is running on ``nodes`` (an event or the start-up listing); a new attempt
-        replaces the old one. Returns the job ended by that, if any."""
-        j = self.jobs.get(jid)
-        if j is not None and j.attempt == attempt:
-            return None
-        old = self.end(jid) if j is not None else None
-        self.jobs[jid] = NetJob(jid, attempt, nodes)
-        return old
+    # ------------------------------------------------------------------ hello
 
-    def end(self, jid: int) -> NetJob | None:
-        """The job left (finished, cancelled, requeued): its connections are forgotten."""
-        j = self.jobs.pop(jid, None)
-        if j is not None:
-            for ident in j.ranks.values():
-                self.by_ident.pop(ident, None)
-            if j.group is not None:
-                self.groups.get(j.group, set()).discard(jid)
+    def hello(self, ident: bytes, m: dict) -> tuple[JobAttempt | None, list, str | None, str]:
+        """Check a task's claim (job, attempt, rank, nodes) and bind the connection to it:
+        (job, [attempts it replaced], None, "") when accepted, else (None, [], code, reason)
+        and nothing changed."""
+        jid, attempt, rank, nodes = m["job"], m["attempt"], m["rank"], m["nodes"]
+        why = self._refusal(ident, jid, attempt, rank, nodes)
+        if why is not None:
+            return (None, [], *why)
+        j = self.jobs.get(jid)
+        replaced = []
+        if j is None or attempt > j.attempt:  # the attempt's first hello makes it known
+            if j is not None:
+                replaced.append(self.end(jid, j.attempt))
+            j = self.jobs[jid] = JobAttempt(jid, attempt, nodes)
+        j.ranks[rank] = ident
+        self.by_ident[ident] = (j, rank)
+        return j, replaced, None, ""
+
+    def _refusal(self, ident, jid, attempt, rank, nodes) -> tuple[str, str] | None:
+        """Why a hello is refused, as (code, reason); None when it is accepted."""
+        if attempt <= self.ended.get(jid, 0):
+            return "stale-attempt", f"attempt {attempt} of job {jid} has ended"
+        j = self.jobs.get(jid)
+        if j is not None and attempt < j.attempt:
+            return "stale-attempt", f"job {jid} runs attempt {j.attempt}, not {attempt}"
+        if j is not None and attempt == j.attempt and tuple(nodes) != j.nodes:
+            return "bad-nodes", f"attempt {attempt} of job {jid} runs on other nodes than this task says"
+        if not nodes or len(set(nodes)) != len(nodes) or max(nodes) >= self.machine:
+            return "bad-nodes", f"a job's nodes are distinct nodes of the machine (0-{self.machine - 1})"
+        if rank >= len(nodes):
+            return "bad-rank", f"job {jid} has ranks 0-{len(nodes) - 1}, not {rank}"
+        had = self.by_ident.get(ident)
+        if had is not None and (had[0].id != jid or had[0].attempt != attempt or had[1] != rank):
+            return "already-bound", f"this connection is rank {had[1]} of job {had[0].id}"
+        owner = j.ranks.get(rank) if j is not None and attempt == j.attempt else None
+        if owner is not None and owner != ident:
+            return "rank-claimed", f"rank {rank} of job {jid} is played by another connection"
+        return None
+
+    # ------------------------------------------------------------------ ends, nodes, groups
+
+    def end(self, jid: int, attempt: int) -> JobAttempt | None:
+        """Attempt ``attempt`` of job ``jid`` (and any before it) ended: its connections are
+        forgotten and a later hello for it is refused. Returns the attempt ended, if known."""
+        if attempt > self.ended.get(jid, 0):
+            self.ended[jid] = attempt
+        j = self.jobs.get(jid)
+        if j is None or j.attempt > attempt:  # a newer attempt already said hello
+            return None
+        del self.jobs[jid]
+        for ident in j.ranks.values():
+            self.by_ident.pop(ident, None)
+        if j.group is not None:
+            self.groups.get(j.group, set()).discard(jid)
         return j
 
-    def event(self, topic: bytes, m: dict) -> tuple[list, list]:
-        """A daemon event (``job``: nodes of a running attempt, or its end; ``node``: down or
-        back): the jobs whose statistics to report, and the group barriers it completes."""
+    def event(self, topic: bytes, m: dict) -> list:
+        """A daemon event (``job``: an attempt's end; ``node``: down or back): the attempts it
+        ended (their statistics to report, their group barriers to look at again)."""
         if topic == b"node":
             if m["state"] == "down":
                 self.down.add(m["node"])
             else:
                 self.down.discard(m["node"])
-            return [], []
+            return []
+        if m["state"] not in FINISHED:
+            return []
         info = m.get("info") or {}
-        jid, state = m["job"], m["state"]
-        if state in ("running", "started") and info.get("nodes"):
-            old = self.start(jid, info.get("attempt", 1), info["nodes"])
-            return ([old] if old is not None else []), []
-        if state in FINISHED:
-            j = self.end(jid)
-            if j is not None:  # the others of its group may wait for it no longer
-                return [j], (self.group_barrier(j.group) if j.group is not None else [])
-        return [], []
+        j = self.jobs.get(m["job"])
+        j = self.end(m["job"], info.get("attempt") or (j.attempt if j is not None else 0))
+        return [] if j is None else [j]
 
-    def join(self, j: NetJob, group: str | None) -> None:
+    def join(self, j: JobAttempt, group: str | None) -> None:
         if group is not None and j.group is None:
             j.group = group
             self.groups.setdefault(group, set()).add(j.id)
@@ -146,26 +161,5 @@ class Jobs:
             return []
         return [(j, r, rid) for j in members for r, rid in j.take(j.gbarrier)]
 
-    def hello(self, ident: bytes, m: dict) -> tuple[NetJob | None, str | None, str]:
-        """Check a task's claim (job, attempt, rank): (job, None, "") when accepted, else
-        (None, code, reason); code ``wait`` means the job is not known yet."""
-        j = self.jobs.get(m["job"])
-        if j is None:
-            return None, "wait", ""
-        if m["attempt"] != j.attempt:
-            return None, "stale-attempt", f"job {j.id} runs attempt {j.attempt}, not {m['attempt']}"
-        rank = m["rank"]
-        if rank >= j.size:
-            return None, "bad-rank", f"job {j.id} has ranks 0-{j.size - 1}, not {rank}"
-        had = self.by_ident.get(ident)
-        if had is not None and (had[0] is not j or had[1] != rank):
-            return None, "already-bound", f"this connection is rank {had[1]} of job {had[0].id}"
-        owner = j.ranks.get(rank)
-        if owner is not None and owner != ident:
-            return None, "rank-claimed", f"rank {rank} of job {j.id} is played by another connection"
-        j.ranks[rank] = ident
-        self.by_ident[ident] = (j, rank)
-        return j, None, ""
 
-
-__all__ = ["FINISHED", "HELLO_WAIT", "Jobs", "NetJob", "p95"]
+__all__ = ["FINISHED", "JobAttempt", "Membership"]

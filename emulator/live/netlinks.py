@@ -4,6 +4,7 @@ messages against the model's delivery times (its own part of the timing error; t
 wake-up adds the rest, nodes.comm measures that)."""
 from __future__ import annotations
 
+from scheduler.network.stats import percentile
 from scheduler.network.wormhole import Wormhole
 
 LINK_WINDOW = 1.0  # seconds of wall time per utilization window
@@ -32,9 +33,9 @@ class Links:
         ch = net.channels
         used = [c for c in range(ch.count) if base[c] or net.busy_time(c)]
         late = sorted(self.lateness[-KEEP:])
-        q = (lambda f: round(late[min(len(late) - 1, int(f * len(late)))] * 1e6) if late else None)
+        q = (lambda pct: round(percentile(late, pct) * 1e6) if late else None)
         return {"topology": str(ch.topology), "window_us": [net.us(t_then), net.us(net.now)],
-                "release_lateness_us": {"p50": q(0.5), "p99": q(0.99), "n": len(late)},
+                "release_lateness_us": {"p50": q(50), "p99": q(99), "n": len(late)},
                 "dilation": dilation, "messages": net.delivered, "in_flight": net.in_flight,
                 "channels": [{"channel": ch.name(c), "from": ch.ends(c)[0], "to": ch.ends(c)[1],
                               "utilization": util[c]} for c in used]}

@@ -29,7 +29,9 @@ SIGSTOP, after its last SIGCONT) and the jobs it now has running and stopped.
 
 The interconnect (emulator.live.interconnect, ``net.sock``) speaks the same frames with its
 own types (NET_TYPES), one payload at most MAX_PAYLOAD bytes:
-  task -> net:     net_hello {job, attempt, rank, sync, group}, net_send {id, to, data, measured},
+  task -> net:     net_hello {job, attempt, rank, nodes, sync, group} (``nodes``: the job's node
+                   list, rank i on nodes[i]: the hello makes the task's job known), net_send
+                   {id, to, data, measured},
                    net_barrier {id, group} (answered ``ok`` when every rank of the job, or of
                    every running job whose tasks named that ``group``, has entered it)
   client -> net:   net_links {id}
@@ -241,8 +243,8 @@ SCHEMAS: dict[str, dict] = {
     "node": {"node": (NODE, R), "state": (_str(32), R), "t": (_num(), R), "info": (_any, O)},
     "snapshot": {"t": (_num(), R), "data": (_any, R)},
     # the interconnect (module docstring)
-    "net_hello": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "sync": (_bool, O),
-                  "group": (_str(64, empty=False), O)},
+    "net_hello": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "nodes": (_list(NODE), R),
+                  "sync": (_bool, O), "group": (_str(64, empty=False), O)},
     "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O)},
     "net_links": {"id": (REQ_ID, R)},
     "net_barrier": {"id": (REQ_ID, R), "group": (_str(64, empty=False), O)},
