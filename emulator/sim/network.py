@@ -50,7 +50,20 @@ def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2
         for path in job.paths:
             traffic.add(path, at=0.0)
             owners.append(job.name)
-    sources = traffic.sources
+    t_warm, base = _measure(traffic, warmup, messages, progress)
+    t_end = net.now
+    paths = _path_rows(traffic, owners)
+    return {"network": network_settings(net), "seed": seed, "messages_per_path": messages,
+            "warmup_messages_per_path": warmup,
+            "window_us": [net.us(t_warm if t_warm is not None else 0.0), net.us(t_end)],
+            "simulated_messages": net.delivered, "jobs": _job_rows(jobs, paths), "paths": paths,
+            "channels": _channel_rows(net, traffic.routes, net.utilization(base, t_warm, t_end))}
+
+
+def _measure(traffic: Traffic, warmup: int, messages: int, progress) -> tuple:
+    """Run until every path has ``messages`` measured messages; the start of the measured
+    window (when the last path finished its warm-up) and the channels' busy times then."""
+    net, sources = traffic.net, traffic.sources
     n = len(sources)
     measuring = n  # paths still in their warm-up
     short = n  # paths with fewer than `messages` measured messages
@@ -75,40 +88,50 @@ def simulate_network(net: Wormhole, jobs: Iterable[NetJob], *, messages: int = 2
         events_done += len(got)
         if progress is not None and not events_done & 0x3FF:
             progress(1.0 - short / n)
-    t_end = net.now
-    util = net.utilization(base, t_warm, t_end)
-    stats = [path_stats(traffic, pid) for pid in range(n)]
-    used: dict[int, int] = {}
-    for st in stats:
-        for c in net.channels.route(st.path.src, st.path.dst):
-            used[c] = used.get(c, 0) + 1
+    return t_warm, base
+
+
+def _path_rows(traffic: Traffic, owners: list) -> list[dict]:
+    net = traffic.net
     topo = net.channels.topology
     coords = (lambda v: list(topo.xy(v))) if topo.kind == "mesh" else (lambda v: v)
-    paths = [{"job": owners[i], "source": st.path.src, "destination": st.path.dst,
-              "source_at": coords(st.path.src), "destination_at": coords(st.path.dst),
-              "hops": st.hops, "mtbs_us": st.path.mtbs, "messages": st.messages,
-              "mean_delay_us": st.mean, "p95_delay_us": st.p95,
-              "mean_contention_us": st.contention, "p95_contention_us": st.p95_contention,
-              "mean_starting_contention_us": st.starting,
-              "contention_free_us": net.us(driver.free(st.hops))}
-             for i, st in enumerate(stats)]
-    per_job = []
+    rows = []
+    for pid, owner in enumerate(owners):
+        st = path_stats(traffic, pid)
+        rows.append({"job": owner, "source": st.path.src, "destination": st.path.dst,
+                     "source_at": coords(st.path.src), "destination_at": coords(st.path.dst),
+                     "hops": st.hops, "mtbs_us": st.path.mtbs, "messages": st.messages,
+                     "mean_delay_us": st.mean, "p95_delay_us": st.p95,
+                     "mean_contention_us": st.contention, "p95_contention_us": st.p95_contention,
+                     "mean_starting_contention_us": st.starting,
+                     "contention_free_us": net.us(traffic.driver.free(st.hops))})
+    return rows
+
+
+def _job_rows(jobs: list, paths: list[dict]) -> list[dict]:
+    """Per job: the mean over its paths of their means (module docstring)."""
+    rows = []
     for job in jobs:
         mine = [p for p in paths if p["job"] == job.name]
-        per_job.append({
+        rows.append({
             "name": job.name, "pattern": job.pattern, "shape": f"{job.shape[0]}x{job.shape[1]}",
             "nodes": list(job.nodes), "paths": len(mine),
             "mtbs_us": job.mtbs[0] if len(set(job.mtbs)) == 1 else list(job.mtbs),
             "mean_delay_us": _mean(p["mean_delay_us"] for p in mine),
             "mean_contention_us": _mean(p["mean_contention_us"] for p in mine),
             "messages": sum(p["messages"] for p in mine)})
-    channels = [{"channel": net.channels.name(c), "from": net.channels.ends(c)[0],
-                 "to": net.channels.ends(c)[1], "paths": k, "utilization": util[c]}
-                for c, k in sorted(used.items())]
-    return {"network": network_settings(net), "seed": seed, "messages_per_path": messages,
-            "warmup_messages_per_path": warmup,
-            "window_us": [net.us(t_warm if t_warm is not None else 0.0), net.us(t_end)],
-            "simulated_messages": net.delivered, "jobs": per_job, "paths": paths, "channels": channels}
+    return rows
+
+
+def _channel_rows(net: Wormhole, routes: list, util: list[float]) -> list[dict]:
+    """Every channel some path crosses: how many paths, its utilization over the window."""
+    used: dict[int, int] = {}
+    for route in routes:
+        for c in route:
+            used[c] = used.get(c, 0) + 1
+    ch = net.channels
+    return [{"channel": ch.name(c), "from": ch.ends(c)[0], "to": ch.ends(c)[1], "paths": k, "utilization": util[c]}
+            for c, k in sorted(used.items())]
 
 
 def _mean(values) -> float:
