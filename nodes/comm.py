@@ -114,7 +114,8 @@ class Comm:
         self.sock.setsockopt(zmq.SNDHWM, 100_000)
         self.sock.setsockopt(zmq.RCVHWM, 100_000)
         self.sock.connect(self.endpoint)
-        self.kernel = Kernel(clock, precise=True)  # a message is held to its due time, to the tens of us
+        # a message is held to its due time, to the tens of us; slept, not spun (prompt_wakeups)
+        self.kernel = Kernel(clock, precise=True, spin=0.0)
         self.now = self.kernel.now
         self._ids = 0
         self.inbox: deque = deque()  # (source, data, due)

@@ -23,7 +23,9 @@ daemon, the agents, the monitor: hundreds of processes on two cores, where a wak
 than a millisecond of lateness) rounds the timeout up, one wake-up per wait and at most 1 ms late;
 a wait under 1 ms never spins at poll(0). ``precise=True`` (the interconnect, whose releases are
 due to the tens of microseconds) polls the whole milliseconds below the deadline, sleeps the rest
-less ``SPIN`` and polls once more, so it wakes within the kernel's timer slack.
+less ``SPIN`` and polls once more, so it wakes within the kernel's timer slack. ``spin=0`` (the
+task library, nodes.comm, whose process asks for a 1 ns timer slack): the rest is slept, not
+spun, since dozens of tasks holding messages would spin on the cores the interconnect needs.
 """
 from __future__ import annotations
 
@@ -84,10 +86,10 @@ class Timer:
 
 
 class Kernel:
-    def __init__(self, clock=None, precise: bool = False):
+    def __init__(self, clock=None, precise: bool = False, spin: float = SPIN):
         self.clock = clock if clock is not None else WallClock()
         self.now = self.clock.now
-        self.precise = precise
+        self.precise, self.spin = precise, spin
         self._items: list = []  # zmq_poll's items: (socket or fd, POLLIN)
         self._readers: dict = {}  # socket or fd -> callback
         self._timers: list = []  # heap of (at, seq, Timer)
@@ -267,8 +269,8 @@ class Kernel:
             elif left >= 0.001:
                 ready = _poll(items, int(left * 1000.0)) if items else _sleep(left)
             else:
-                if left > SPIN:
-                    time.sleep(left - SPIN)  # the kernel's timer slack (50 us) is the spin's
+                if left > self.spin:
+                    time.sleep(left - self.spin)  # the kernel's timer slack (50 us) is the spin's
                 ready = _poll(items, 0) if items else []
             if ready or left <= 0:
                 return [o for o, _ in ready]
