@@ -141,3 +141,23 @@ def test_policy_timer_ticks_at_its_time(tmp_path):
     finally:
         d.journal.close()
 
+
+
+def test_a_node_restarted_under_a_job_keeps_the_job_placed_on_it_again(tmp_path):
+    """A node that registers as a new incarnation faults its running job; the requeued job may be
+    placed at once on the same nodes (here: the whole machine), and the node must then hold it
+    (issue 30, item 4: the placement was erased and the job stayed running for ever)."""
+    d, clock = daemon(tmp_path, max_requeue=3)
+    try:
+        for n in range(4):
+            register(d, n)
+        d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
+        d.kernel.run_once(0)
+        (jr,) = d.jobs.values()
+        assert jr.state == "running" and jr.attempt == 1
+        register(d, 1, pid=999)  # node 1's process was restarted: a new incarnation
+        assert jr.state == "running" and jr.attempt == 2, (jr.state, jr.reason)
+        assert all(jr.id in d.nodes[n].jobs for n in jr.nodes), [d.nodes[n].jobs for n in range(4)]
+        assert d.node_state(1) == "busy"
+    finally:
+        d.journal.close()

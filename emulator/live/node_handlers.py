@@ -86,11 +86,18 @@ class NodeHandlers:
         t = m._input("node_down", node=nr.id)
         m.registry.detach(nr)
         m._emit_node(nr.id, "down", t)
-        for jid in sorted(nr.jobs):
-            jr = m.jobs[jid]
-            if jr.state == "running":
-                m._fault(jr, nr.id, f"node {nr.id} {why}")
+        self._lost(nr, why)
+
+    def _lost(self, nr, why: str):
+        """The tasks on node ``nr`` are lost: fault their running jobs. The node forgets them
+        first: a requeued job may be placed on this node again at once (a restarted node is in
+        service), and that placement is the node's."""
+        m, jids = self.m, sorted(nr.jobs)
         nr.jobs.clear()
+        for jid in jids:
+            jr = m.jobs[jid]
+            if jr.state == "running" and nr.id in jr.nodes:
+                m._fault(jr, nr.id, f"node {nr.id} {why}")
 
     def purge(self, wall: float):
         """Down the nodes that fell silent (emulator.live.nodes.NodeRegistry.expired)."""
@@ -147,11 +154,7 @@ class NodeHandlers:
         self.watch(nr, ident)
         m.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=m.hb, liveness=m.liveness)))
         if new_incarnation:
-            for jid in sorted(nr.jobs):
-                jr = m.jobs[jid]
-                if jr.state == "running":
-                    m._fault(jr, n, f"node {n} restarted")
-            nr.jobs.clear()
+            self._lost(nr, "restarted")
         self._reconcile(nr, ident, msg)
         m.slots.resend(nr)  # adopted tasks get the current slot
         if n in m.down:
