@@ -3,10 +3,12 @@
 of issue 27 (a 4x4 transpose at MTBS 25, a 4x4 all-to-all at MTBS 50, an 8x4 stencil at MTBS
 100) at once, alone and with CPU-bound hogs beside it (``python3 -c 'while 1: pass'``, as on a
 laptop that compiles something), and counts the nodes the daemon declared down (the journal's
-``node_down`` inputs) and the jobs that did not complete. Then, in the same cluster, it SIGKILLs
-the node process of a running job's rank 0 and measures how long the daemon takes to see it
-down, and checks that the job completes elsewhere exactly once (one completion in the journal,
-on its second attempt, with every rank reported once).
+``node_down`` inputs) and the jobs that did not complete. Then, in the same cluster, it stalls
+the node process of a running job (SIGSTOP for 2 s, then SIGCONT: what a very busy host does to a
+process, far past the 0.6 s of missed heartbeats) and checks that nothing was declared down and
+the job completed on its first attempt; and it SIGKILLs the node process of a running job's rank
+0, measures how long the daemon takes to act on the death (the job's requeue in the journal),
+and checks that the job completes elsewhere exactly once (one completion, on its second attempt).
 
     python scripts/check_liveness.py                      # 5 runs alone, 5 with 2 hogs
     python scripts/check_liveness.py --runs 1 --hogs 2    # one run with hogs
@@ -15,8 +17,8 @@ on its second attempt, with every rank reported once).
 Each run has its own MCEMU_HOME and is brought up with the real ``mcemu up --detach`` and
 brought down with ``mcemu down``; the hogs are stopped by pid. Prints one line per run and a
 summary; ``--json FILE`` writes every figure. Exit status 0 when every run had no node
-declared down, every job completed, and every kill was seen within 1 s with its job completed
-exactly once.
+declared down, every job completed, the stalled node was not taken for dead, and every kill
+was seen within 1 s with its job completed exactly once.
 """
 from __future__ import annotations
 
@@ -106,10 +108,9 @@ def pattern_jobs(c: Cluster, iterations: int, timeout: float) -> dict:
             "reasons": {i: rows[i][1] for i in ids if i in rows and rows[i][1]}}
 
 
-def kill_check(c: Cluster, runtime: float) -> dict:
-    """SIGKILL the node of rank 0 of a running synthetic job; time until the daemon says down."""
-    out = c.json("submit", "--shape", "4x4", "--runtime", str(runtime), "--name", "victim")
-    jid = out["job"]
+def running_job(c: Cluster, shape: str, runtime: float, name: str):
+    """Submit a synthetic job and wait until it runs; its queue row, or None."""
+    jid = c.json("submit", "--shape", shape, "--runtime", str(runtime), "--name", name)["job"]
 
     def running():
         for j in c.json("queue")["jobs"]:
@@ -117,9 +118,36 @@ def kill_check(c: Cluster, runtime: float) -> dict:
                 return j
         return None
 
-    j = wait_until(running, 60)
+    return wait_until(running, 60)
+
+
+def stall_check(c: Cluster, seconds: float = 2.0) -> dict:
+    """SIGSTOP the node process of a running job's rank 1 for ``seconds`` (far past the 0.6 s
+    of missed heartbeats) and SIGCONT it: a process that the host did not run for a while, as a
+    busy host does to it, is slow, not dead. Nothing may be declared down or requeued."""
+    before = c.downs()
+    j = running_job(c, "2x2", seconds + 4, "stalled")
     if j is None:
-        return {"job": jid, "error": "never ran"}
+        return {"error": "never ran"}
+    node = j["nodes"][1]
+    pid = {n["node"]: n["pid"] for n in c.json("nodes")["nodes"]}[node]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)  # the stall itself is what is measured: a fixed time, not a condition
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    c.mcemu("wait", str(j["id"]), "--timeout", "60", timeout=90, check=False)
+    state, attempt = c.journal("SELECT state, attempt FROM jobs WHERE id = ?", j["id"])[0]
+    return {"job": j["id"], "node": node, "stalled_s": seconds, "downs": c.downs() - before, "state": state,
+            "attempt": attempt}
+
+
+def kill_check(c: Cluster, runtime: float) -> dict:
+    """SIGKILL the node of rank 0 of a running synthetic job; time until the daemon says down."""
+    j = running_job(c, "4x4", runtime, "victim")
+    if j is None:
+        return {"error": "never ran"}
+    jid = j["id"]
     node = j["nodes"][0]
     pid = {n["node"]: n["pid"] for n in c.json("nodes")["nodes"]}[node]
     t = time.monotonic()
@@ -155,6 +183,7 @@ def one_run(repo: Path, n_hogs: int, iterations: int, kill: bool, timeout: float
         res["max_silence"] = max(silences) if silences else None
         res["silent_over_0.6s"] = sum(x > 0.6 for x in silences)
         if kill:
+            res["stall"] = stall_check(c)
             res["kill"] = kill_check(c, runtime=8)
     except Exception as e:  # noqa: BLE001 - a run that breaks is a failed run, reported
         res["error"] = f"{type(e).__name__}: {e}"
@@ -181,6 +210,9 @@ def verdict(r: dict) -> bool:
     if "error" in r or r.get("downs") or r.get("left_running"):
         return False
     if any(s != "completed" for s in r["patterns"]["states"].values()):
+        return False
+    st = r.get("stall")
+    if st is not None and (st.get("downs") or st.get("state") != "completed" or st.get("attempt") != 1):
         return False
     k = r.get("kill")
     if k is not None:
@@ -214,9 +246,10 @@ def main(argv=None) -> int:
             r["ok"] = verdict(r)
             ok &= r["ok"]
             results.append(r)
-            k = r.get("kill") or {}
+            k, st = r.get("kill") or {}, r.get("stall") or {}
             print(f"hogs={n_hogs} run {i + 1}: downs={r.get('downs')} longest silence {r.get('max_silence')} s "
-                  f"({r.get('silent_over_0.6s')} nodes over 0.6 s) jobs={r.get('patterns', {}).get('states')} "
+                  f"({r.get('silent_over_0.6s')} nodes over 0.6 s) stall {st.get('stalled_s')} s: downs "
+                  f"{st.get('downs')}, {st.get('state')} attempt {st.get('attempt')}; jobs={r.get('patterns', {}).get('states')} "
                   f"({r.get('patterns', {}).get('seconds')} s) kill: seen down in {k.get('seen_down_s')} s, "
                   f"{k.get('state')} attempt {k.get('attempt')} completions {k.get('completions')} "
                   f"{'OK' if r['ok'] else 'FAIL ' + str(r.get('error') or r.get('patterns', {}).get('reasons'))}",
