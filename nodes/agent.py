@@ -70,7 +70,7 @@ from nodes.tasks import REPORT_DELAY, Task, TaskTable  # noqa: F401
 from nodes.warm import WARM_DELAY, WARM_FIRST, WARM_MAX_SCRIPT, WarmChild  # noqa: F401
 
 HEARTBEAT_IN = P.heartbeat_frame()  # an equal frame needs no decoding (five a second when idle)
-_NOBLOCK = int(zmq.NOBLOCK)
+_NOBLOCK, _EVENTS, _POLLIN = int(zmq.NOBLOCK), int(zmq.EVENTS), int(zmq.POLLIN)
 QUICK = frozenset({"run", "ack"})  # messages that move only the timers their handler reports
 # A node answers each daemon heartbeat (any message) in the same wake-up, so its heartbeats
 # follow the daemon's waves; its own timer only fires after OWN_HEARTBEAT intervals without
@@ -95,6 +95,7 @@ class Agent:
         path = auth.key_for(endpoint, key)
         self.credential = keysmod.credential(path) if path else None
         self.hb, self.liveness, self.max_backoff = heartbeat, liveness, max_backoff
+        self.own_hb, self.expiry = heartbeat * OWN_HEARTBEAT, heartbeat * liveness
         self.parent_pid = parent_pid
         self.output_dir = output_dir
         self.rt_priority = rt_priority
@@ -208,14 +209,15 @@ class Agent:
             return self.clock()
         if self.reconnect_at is not None:
             return self.wake_at
-        return min(self.wake_at, self.last_send + self.hb * OWN_HEARTBEAT, self.last_recv + self.hb * self.liveness)
+        return min(self.wake_at, self.last_send + self.own_hb, self.last_recv + self.expiry)
 
     def _on_socket(self) -> None:
         """The hot path (a 64-node job wakes 64 agents on two cores, each from cold caches,
         ~150 us of CPU per wake-up): ``run``s, ``ack``s and heartbeats are handled here; any
         other message has the timers looked at again (``tend``)."""
         sock, decode, handlers = self.sock, P.decode, self.handlers
-        while not self.stopping:
+        # EVENTS, not recv until zmq.Again: raising Again costs a strerror per wake-up
+        while not self.stopping and sock.getsockopt(_EVENTS) & _POLLIN:
             try:
                 frame = sock.recv(_NOBLOCK)
             except zmq.Again:
@@ -247,10 +249,9 @@ class Agent:
             self.kernel.stop()
             return
         now = self.clock()
-        if self.reconnect_at is None and now - self.last_send >= self.hb * OWN_HEARTBEAT:
+        if self.reconnect_at is None and now - self.last_send >= self.own_hb:
             self._send_frame(self.hb_frame)  # the daemon has been quiet: a heartbeat of our own
-        if self.tend or now >= self.wake_at or (
-                self.reconnect_at is None and now - self.last_recv >= self.hb * self.liveness):
+        if self.tend or now >= self.wake_at or (self.reconnect_at is None and now - self.last_recv >= self.expiry):
             self.tend = False
             if self._tend() is None:
                 self.stopping = True
