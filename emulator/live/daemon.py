@@ -211,6 +211,9 @@ class Daemon(ProcessorManager):
             # the daemon itself was late (a burst, a long reply): what the nodes sent meanwhile
             # may still be queued, so their silence proves nothing for one expiry
             self.purge_after = self.clock() + self.expiry
+        # what the messages caused goes out before this turn's timers (a heartbeat wave, a
+        # snapshot of every node): a start's run messages and a job's "started" wait for neither
+        self._turn()
 
     def _principal(self, frames: list) -> list:
         """Record who sent a message (its frame's ZAP User-Id; none over ipc) the first time a
