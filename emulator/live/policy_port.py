@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from emulator.live.jobs import JobRec
 
-INPUTS = ("submit", "depart", "fail", "cancel", "requeue", "tick", "node_down", "node_up")
-
 
 class PolicyPort:
     def __init__(self, stack, journal, book, clock, t0: float, time_unit: float):
@@ -75,4 +73,4 @@ class PolicyPort:
         raise ValueError(f"unknown journal event {kind!r}")
 
 
-__all__ = ["INPUTS", "PolicyPort"]
+__all__ = ["PolicyPort"]
