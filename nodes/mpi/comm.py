@@ -1,0 +1,263 @@
+"""``MPI.Comm``: a communicator's identity and its point-to-point calls, both APIs.
+
+The object API (lower-case: ``send``, ``recv``, ``isend``, ``irecv``, ``sendrecv``,
+``probe``, ``iprobe``) pickles with protocol 5; the buffer API (``Send``, ``Recv``,
+``Isend``, ``Irecv``, ``Sendrecv``, ``Sendrecv_replace``, ``Probe``, ``Iprobe``,
+``Send_init``/``Recv_init``) copies from and into buffers (nodes.mpi.buffers). Every send
+is eager and completes at once, so the synchronous, buffered and ready modes (``Ssend``,
+``Bsend``, ``Rsend``, ``issend``...) are the standard one. PROC_NULL as a peer completes at
+once (a receive gets source PROC_NULL, tag ANY_TAG, 0 bytes). A peer outside the
+communicator (ERR_RANK), a negative tag other than a receive's ANY_TAG (ERR_TAG) and a
+message above MAX_MESSAGE (ERR_COUNT) raise MPI.Exception in this rank; nothing is sent.
+
+A communicator is a group (its ranks' world ranks) and a pair of context ids (matching).
+MPI.COMM_WORLD and MPI.COMM_SELF resolve their transport at first use (``_lazy``).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+
+from nodes.mpi.buffers import message
+from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, IDENT, PROC_NULL, TAG_UB, UNDEFINED, UNEQUAL, CONGRUENT
+from nodes.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG, MPIException, unsupported
+from nodes.mpi.matching import BUF, HEAD, OBJ, engine
+from nodes.mpi.request import Prequest, Request
+
+_STATE = frozenset(("_eng", "_group", "_rank", "_size", "_ctx", "_m", "_cm"))
+
+
+class Comm:
+    def __init__(self, lazy: str | None = None, name: str = ""):
+        self._lazy, self._name = lazy, name
+        self._errhandler = None
+
+    def _setup(self, eng, group: tuple, ctx: int, name: str) -> None:
+        self._eng, self._group, self._ctx, self._name = eng, group, ctx, name
+        self._size = len(group)
+        self._rank = group.index(eng.rank)
+        self._m = eng.register(ctx, group, name)
+        self._cm = eng.register(ctx + 1, group, name)
+        self._lazy = None
+
+    def _resolve(self) -> None:
+        lazy = self._lazy
+        if lazy == "null":
+            raise MPIException(ERR_COMM, "MPI.COMM_NULL is not a communicator")
+        eng = engine()
+        if lazy == "world":
+            self._setup(eng, tuple(range(eng.size)), 0, "COMM_WORLD")
+        else:
+            self._setup(eng, (eng.rank,), 2, "COMM_SELF")
+
+    def __getattr__(self, name: str):
+        if name in _STATE and self.__dict__.get("_lazy") is not None:
+            self._resolve()
+            return self.__dict__[name]
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(f"{type(self).__name__}.{name}")
+
+    def __bool__(self) -> bool:
+        return self._lazy != "null"
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def Get_rank(self) -> int:
+        return self._rank
+
+    def Get_size(self) -> int:
+        return self._size
+
+    rank = property(Get_rank)
+    size = property(Get_size)
+
+    def Get_name(self) -> str:
+        return self._name
+
+    def Set_name(self, name: str) -> None:
+        self._name = name
+
+    name = property(Get_name, Set_name)
+
+    def Get_group(self):
+        from nodes.mpi.group import Group
+        return Group(self._group, self._eng.rank)
+
+    group = property(Get_group)
+
+    def Is_inter(self) -> bool:
+        return False
+
+    def Is_intra(self) -> bool:
+        return True
+
+    is_inter = property(Is_inter)
+    is_intra = property(Is_intra)
+
+    def Get_topology(self) -> int:
+        return UNDEFINED
+
+    topology = property(lambda self: self.Get_topology())
+
+    def Compare(self, other: "Comm") -> int:
+        if self is other:
+            return IDENT
+        return CONGRUENT if self._group == other._group else UNEQUAL
+
+    def Get_errhandler(self):
+        return self._errhandler
+
+    def Set_errhandler(self, errhandler) -> None:
+        self._errhandler = errhandler  # kept; errors are always raised as MPI.Exception
+
+    def Free(self) -> None:
+        if self._lazy is None and self._ctx > 2:
+            self._eng.unregister(self._ctx)
+            self._eng.unregister(self._ctx + 1)
+        self._lazy = "null"
+
+    def Abort(self, errorcode: int = 0):
+        """End this rank at once with ``errorcode`` (its job then fails, as mpiexec's does)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(errorcode or 1)
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.{type(self).__name__} {self._name}>"
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _dest(self, dest: int):
+        """The world rank of ``dest`` (None for PROC_NULL)."""
+        if dest == PROC_NULL:
+            return None
+        if not 0 <= dest < self._size:
+            raise MPIException(ERR_RANK, f"rank {dest} is outside {self._name} (size {self._size})")
+        return self._group[dest]
+
+    def _source(self, source: int) -> None:
+        if source != ANY_SOURCE and source != PROC_NULL and not 0 <= source < self._size:
+            raise MPIException(ERR_RANK, f"source {source} is outside {self._name} (size {self._size})")
+
+    @staticmethod
+    def _stag(tag: int) -> None:
+        if not 0 <= tag <= TAG_UB:
+            raise MPIException(ERR_TAG, f"tag {tag} is not a valid send tag (0 .. {TAG_UB})")
+
+    @staticmethod
+    def _rtag(tag: int) -> None:
+        if tag != ANY_TAG and not 0 <= tag <= TAG_UB:
+            raise MPIException(ERR_TAG, f"tag {tag} is not a valid receive tag (ANY_TAG or 0 .. {TAG_UB})")
+
+    # -- the object API ---------------------------------------------------------------------
+
+    def send(self, obj, dest: int, tag: int = 0) -> None:
+        w = self._dest(dest)
+        self._stag(tag)
+        if w is not None:
+            data = pickle.dumps(obj, 5)
+            self._eng.send(self._ctx, w, tag, OBJ, data, len(data))
+
+    ssend = bsend = send
+
+    def isend(self, obj, dest: int, tag: int = 0) -> Request:
+        self.send(obj, dest, tag)
+        return Request._completed()
+
+    issend = ibsend = isend
+
+    def _irecv(self, source: int, tag: int, target) -> Request:
+        self._source(source)
+        self._rtag(tag)
+        if source == PROC_NULL:
+            return Request._completed(PROC_NULL, ANY_TAG)
+        return Request._recv(self._eng, self._m, source, tag, target)
+
+    def recv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None):
+        return self._irecv(source, tag, None).wait(status)
+
+    def irecv(self, buf=None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        return self._irecv(source, tag, None)
+
+    def sendrecv(self, sendobj, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status=None):
+        self.send(sendobj, dest, sendtag)
+        return self.recv(None, source, recvtag, status)
+
+    def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> bool:
+        return self._probe(source, tag, status, True)
+
+    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> bool:
+        return self._probe(source, tag, status, False)
+
+    Probe, Iprobe = probe, iprobe
+
+    def _probe(self, source: int, tag: int, status, block: bool) -> bool:
+        self._source(source)
+        self._rtag(tag)
+        if source == PROC_NULL:
+            if status is not None:
+                status._set(PROC_NULL, ANY_TAG, 0)
+            return True
+        msg = self._eng.probe(self._m, source, tag, block)
+        if msg is None:
+            return False
+        if status is not None:
+            status._set(msg[0], msg[1], len(msg[3]) - HEAD)
+        return True
+
+    # -- the buffer API ---------------------------------------------------------------------
+
+    def Send(self, buf, dest: int, tag: int = 0) -> None:
+        w = self._dest(dest)
+        self._stag(tag)
+        if w is not None:
+            data = message(buf).data()
+            self._eng.send(self._ctx, w, tag, BUF, data, data.nbytes)
+
+    Ssend = Bsend = Rsend = Send
+
+    def Isend(self, buf, dest: int, tag: int = 0) -> Request:
+        self.Send(buf, dest, tag)
+        return Request._completed()
+
+    Issend = Ibsend = Irsend = Isend
+
+    def Recv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG, status=None) -> None:
+        self._irecv(source, tag, message(buf)).Wait(status)
+
+    def Irecv(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        return self._irecv(source, tag, message(buf))
+
+    def Sendrecv(self, sendbuf, dest: int, sendtag: int = 0, recvbuf=None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status=None) -> None:
+        target = message(recvbuf)
+        self.Send(sendbuf, dest, sendtag)
+        self._irecv(source, recvtag, target).Wait(status)
+
+    def Sendrecv_replace(self, buf, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
+                         recvtag: int = ANY_TAG, status=None) -> None:
+        self.Send(buf, dest, sendtag)   # the bytes are copied into the message before the receive
+        self.Recv(buf, source, recvtag, status)
+
+    def Send_init(self, buf, dest: int, tag: int = 0) -> Prequest:
+        def start(req):
+            self.Send(buf, dest, tag)
+            req._active, req._done, req._src, req._rtag, req._nbytes = True, True, ANY_SOURCE, ANY_TAG, 0
+        return Prequest._persistent(start)
+
+    def Recv_init(self, buf, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
+        target = message(buf)
+
+        def start(req):
+            self._source(source)
+            self._rtag(tag)
+            req._eng, req._m, req._source, req._tag, req._target = self._eng, self._m, source, tag, target
+            req._active, req._done, req._error = True, source == PROC_NULL, None
+            req._src, req._rtag, req._nbytes = PROC_NULL, ANY_TAG, 0
+            if source != PROC_NULL:
+                self._eng.post(self._m, req)
+        return Prequest._persistent(start)
+

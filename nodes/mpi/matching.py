@@ -1,0 +1,159 @@
+"""Message matching: the envelope, the per-communicator queues, and progress.
+
+One ``Engine`` a process (over the world transport) sends and receives every message of
+every communicator. A message is one transport payload: a 9-byte envelope (context id,
+tag, kind: a pickled object or raw buffer bytes) and the user's bytes; ``nbytes`` given
+to the transport is the user's byte count (MPI.Status.Get_count's bytes).
+
+A communicator owns two contexts, ``ctx`` for point-to-point and ``ctx + 1`` for its
+collectives, so user tags (ANY_TAG included) never match a collective's messages. Each
+context has a ``Matcher``: the receives posted and not yet matched (in posting order) and
+the messages arrived and not yet received (the unexpected queue, in arrival order). An
+arriving message goes to the first posted receive it matches, else to the queue; a new
+receive takes the first queued message it matches, else is posted. The transport delivers
+the messages of one sender in the order sent, so MPI's non-overtaking rule holds (MPI 3.1
+section 3.5): of two messages from one sender that a receive matches, it gets the first.
+A message for a context not yet made here (a peer already uses a new communicator) is
+kept until the communicator is.
+"""
+from __future__ import annotations
+
+import atexit
+import struct
+from collections import deque
+
+from nodes.mpi.constants import ANY_SOURCE, ANY_TAG
+from nodes.mpi.errors import ERR_COUNT, MAX_MESSAGE, MPIException, TransportError, from_transport
+
+ENVELOPE = struct.Struct("<IiB")   # context, tag, kind
+HEAD = ENVELOPE.size
+OBJ, BUF = 0, 1
+
+
+class Matcher:
+    """One context's queues; ``group``: its communicator's world ranks (index: local rank)."""
+
+    __slots__ = ("ctx", "group", "local", "posted", "unexpected", "name")
+
+    def __init__(self, ctx: int, group: tuple, name: str):
+        self.ctx, self.group, self.name = ctx, group, name
+        identity = group == tuple(range(len(group)))
+        self.local = None if identity else {w: r for r, w in enumerate(group)}
+        self.posted: list = []
+        self.unexpected: deque = deque()
+
+    def deliver(self, src_world: int, tag: int, kind: int, payload: bytes) -> None:
+        src = src_world if self.local is None else self.local[src_world]
+        posted = self.posted
+        for i in range(len(posted)):
+            req = posted[i]
+            if (req._source == src or req._source == ANY_SOURCE) and (req._tag == tag or req._tag == ANY_TAG):
+                del posted[i]
+                req._complete(src, tag, kind, payload)
+                return
+        self.unexpected.append((src, tag, kind, payload))
+
+    def find(self, source: int, tag: int, remove: bool):
+        q = self.unexpected
+        for i in range(len(q)):
+            m = q[i]
+            if (m[0] == source or source == ANY_SOURCE) and (m[1] == tag or tag == ANY_TAG):
+                if remove:
+                    del q[i]
+                return m
+        return None
+
+    def describe(self, op: str, source: int, tag: int) -> str:
+        src = "ANY_SOURCE" if source == ANY_SOURCE else f"rank {self.group[source]}"
+        what = f"{op}(source={src}, tag={'ANY_TAG' if tag == ANY_TAG else tag})"
+        return what if self.name == "COMM_WORLD" else f"{what} on {self.name}"
+
+
+class Engine:
+    """The process's sends, matching and progress over one transport."""
+
+    def __init__(self, transport):
+        self.t = transport
+        self.rank, self.size = transport.rank, transport.size
+        self.matchers: dict[int, Matcher] = {}
+        self.orphans: dict[int, list] = {}
+        self.next_ctx = 4      # 0/1: COMM_WORLD, 2/3: COMM_SELF
+        self.finalized = False
+
+    def register(self, ctx: int, group: tuple, name: str) -> Matcher:
+        m = self.matchers[ctx] = Matcher(ctx, group, name)
+        for msg in self.orphans.pop(ctx, ()):
+            m.deliver(*msg)
+        return m
+
+    def unregister(self, ctx: int) -> None:
+        self.matchers.pop(ctx, None)
+
+    def send(self, ctx: int, dest: int, tag: int, kind: int, data, nbytes: int) -> None:
+        if nbytes > MAX_MESSAGE:
+            raise MPIException(ERR_COUNT, f"a message of {nbytes} bytes is above the limit of {MAX_MESSAGE} "
+                                          f"(nodes.mpi.errors.MAX_MESSAGE); nothing was sent")
+        payload = b"".join((ENVELOPE.pack(ctx, tag, kind), data))
+        if dest == self.rank:  # to itself: no network, as an MPI library short-cuts it
+            self.dispatch(dest, payload)
+            return
+        try:
+            self.t.send(dest, payload, nbytes)
+        except TransportError as e:
+            raise from_transport(e) from None
+
+    def dispatch(self, src: int, payload: bytes) -> None:
+        ctx, tag, kind = ENVELOPE.unpack_from(payload)
+        m = self.matchers.get(ctx)
+        if m is None:
+            self.orphans.setdefault(ctx, []).append((src, tag, kind, payload))
+        else:
+            m.deliver(src, tag, kind, payload)
+
+    def progress(self, block: bool, what: str = "") -> None:
+        """Hand what the transport delivered to the matchers (block: wait for one message)."""
+        try:
+            msgs = self.t.wait(block, what)
+        except TransportError as e:
+            raise from_transport(e) from None
+        for src, payload in msgs:
+            self.dispatch(src, payload)
+
+    def post(self, m: Matcher, req) -> None:
+        """Start a receive: the first queued message it matches, else wait in ``posted``."""
+        msg = m.find(req._source, req._tag, True) if m.unexpected else None
+        if msg is None:
+            m.posted.append(req)
+        else:
+            req._complete(*msg)
+
+    def complete(self, req) -> None:
+        while not req._done:
+            self.progress(True, req._what())
+
+    def probe(self, m: Matcher, source: int, tag: int, block: bool):
+        """The first queued message that a receive (source, tag) would match, or None."""
+        msg = m.find(source, tag, False)
+        if msg is None:
+            self.progress(False)
+            msg = m.find(source, tag, False)
+        while msg is None and block:
+            self.progress(True, m.describe("probe", source, tag))
+            msg = m.find(source, tag, False)
+        return msg
+
+    def close(self) -> None:
+        self.t.close()
+
+
+_engine: Engine | None = None
+
+
+def engine() -> Engine:
+    """The process's engine, over nodes.mpi.transport.world_transport(), made at first use."""
+    global _engine
+    if _engine is None:
+        from nodes.mpi.transport import world_transport
+        _engine = Engine(world_transport())
+        atexit.register(_engine.close)
+    return _engine
