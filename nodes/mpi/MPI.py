@@ -4,8 +4,6 @@ NotImplementedError naming it (a module ``__getattr__``; the classes have their 
 """
 from __future__ import annotations
 
-import sys as _sys
-
 from nodes.mpi import errors as _errors
 from nodes.mpi.comm import Comm
 from nodes.mpi.constants import *  # noqa: F401,F403  (PROC_NULL, ANY_SOURCE, Datatype, Op, SUM ...)

@@ -21,14 +21,14 @@ import sys
 
 from nodes.mpi.buffers import message
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, IDENT, PROC_NULL, TAG_UB, UNDEFINED, UNEQUAL, CONGRUENT
-from nodes.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG, MPIException, unsupported
+from nodes.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG, MPIException, UnsupportedMeta, unsupported
 from nodes.mpi.matching import BUF, HEAD, OBJ, engine
 from nodes.mpi.request import Prequest, Request
 
 _STATE = frozenset(("_eng", "_group", "_rank", "_size", "_ctx", "_m", "_cm"))
 
 
-class Comm:
+class Comm(metaclass=UnsupportedMeta):
     def __init__(self, lazy: str | None = None, name: str = ""):
         self._lazy, self._name = lazy, name
         self._errhandler = None
@@ -38,7 +38,7 @@ class Comm:
         self._size = len(group)
         self._rank = group.index(eng.rank)
         self._m = eng.register(ctx, group, name)
-        self._cm = eng.register(ctx + 1, group, name)
+        self._cm = eng.register(ctx + 1, group, f"{name}'s collectives")
         self._lazy = None
 
     def _resolve(self) -> None:
@@ -113,9 +113,10 @@ class Comm:
         self._errhandler = errhandler  # kept; errors are always raised as MPI.Exception
 
     def Free(self) -> None:
-        if self._lazy is None and self._ctx > 2:
-            self._eng.unregister(self._ctx)
-            self._eng.unregister(self._ctx + 1)
+        if self._lazy == "null" or self._ctx < 4:
+            raise MPIException(ERR_COMM, f"{self._name} cannot be freed")
+        self._eng.unregister(self._ctx)
+        self._eng.unregister(self._ctx + 1)
         self._lazy = "null"
 
     def Abort(self, errorcode: int = 0):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nodes.mpi.errors import ERR_OP, MPIException, unsupported
+from nodes.mpi.errors import ERR_OP, MPIException, UnsupportedMeta, unsupported
 
 PROC_NULL, ANY_SOURCE, ROOT, ANY_TAG = -1, -2, -3, -1
 UNDEFINED = -32766
@@ -40,7 +40,7 @@ ERRORS_ARE_FATAL = _Sentinel("ERRORS_ARE_FATAL")
 INFO_NULL = _Sentinel("INFO_NULL")
 
 
-class Datatype:
+class Datatype(metaclass=UnsupportedMeta):
     """A named MPI datatype: its numpy dtype, ``Get_size()`` bytes an element."""
 
     def __init__(self, name: str, dtype):
@@ -118,7 +118,7 @@ def _either_array(a, b) -> bool:
     return isinstance(a, np.ndarray) or isinstance(b, np.ndarray)
 
 
-class Op:
+class Op(metaclass=UnsupportedMeta):
     """A reduction operation: ``op(a, b)`` combines two Python objects or numpy arrays."""
 
     def __init__(self, name: str, py, arr=None, logical: bool = False):

@@ -86,3 +86,13 @@ class Unsupported(NotImplementedError, AttributeError):
 
 def unsupported(name: str) -> Unsupported:
     return Unsupported(f"mpi4py's {name} is not supported by mcemu")
+
+
+class UnsupportedMeta(type):
+    """The metaclass of the MPI classes: a missing class attribute (``MPI.Comm.Get_parent``,
+    ``MPI.Datatype.Create_struct``) is an Unsupported error naming it."""
+
+    def __getattr__(cls, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(f"{cls.__name__}.{name}")

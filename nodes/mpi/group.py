@@ -4,10 +4,10 @@ group (``Comm.Create``) is not supported."""
 from __future__ import annotations
 
 from nodes.mpi.constants import PROC_NULL, UNDEFINED
-from nodes.mpi.errors import unsupported
+from nodes.mpi.errors import UnsupportedMeta, unsupported
 
 
-class Group:
+class Group(metaclass=UnsupportedMeta):
     def __init__(self, world: tuple = (), me: int = -1):
         self._world, self._me = tuple(world), me
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 import pickle
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
-from nodes.mpi.errors import MPIException, unsupported
+from nodes.mpi.errors import MPIException, UnsupportedMeta, unsupported
 from nodes.mpi.matching import HEAD, OBJ
 
 _FIELDS = ("_eng", "_m", "_source", "_tag", "_target", "_done", "_active", "_src", "_rtag",
            "_nbytes", "_kind", "_payload", "_error", "_start")
 
 
-class Request:
+class Request(metaclass=UnsupportedMeta):
     __slots__ = _FIELDS
 
     def __init__(self, request: "Request | None" = None):

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, DATATYPES, UNDEFINED
-from nodes.mpi.errors import SUCCESS, unsupported
+from nodes.mpi.errors import SUCCESS, UnsupportedMeta, unsupported
 
 _BYTE = DATATYPES["BYTE"]
 
 
-class Status:
+class Status(metaclass=UnsupportedMeta):
     """``source``, ``tag``, ``error`` and the message's length in bytes (``count``); for an
     object message the length is its pickled size, as in mpi4py."""
 
