@@ -124,7 +124,8 @@ def test_demo_cpi_cco():
                                         ("ex_2_16.py", "ex-2.16 converged after"), ("ex_2_29.py", "ex-2.29 ok"),
                                         ("ex_2_34.py", "ex-2.34 ok")])
 def test_demo_mpi_ref(prog, line):
-    assert line in ok(4, DEMO / prog)
+    out = ok(4, DEMO / prog)
+    assert line in out, out
 
 
 def _program(tmp_path: Path, text: str) -> Path:
@@ -154,7 +155,7 @@ def test_waiting_on_ranks_that_ended_is_an_mpi_error(tmp_path):
             try:
                 comm.recv(source=1, tag=5)
             except MPI.Exception as e:
-                print("deadlock:", e, flush=True)
+                print(f"deadlock: {e}", flush=True)
                 raise SystemExit(7)
     """)
     code, out, _ = run_local(2, prog, timeout=60)
@@ -183,14 +184,14 @@ def test_bad_input_is_an_error_in_that_rank_only(tmp_path):
                 try:
                     call()
                 except MPI.Exception as e:
-                    print("error class", e.Get_error_class(), flush=True)
+                    print(f"error class {e.Get_error_class()}", flush=True)
             comm.Send(np.arange(8.0), dest=1)
         elif r == 1:
             try:
                 comm.Recv(np.zeros(4), source=0)
             except MPI.Exception as e:
-                print("truncated", e.Get_error_class() == MPI.ERR_TRUNCATE, flush=True)
-        print("total", comm.allreduce(1), flush=True)
+                print(f"truncated {e.Get_error_class() == MPI.ERR_TRUNCATE}", flush=True)
+        print(f"total {comm.allreduce(1)}", flush=True)  # one write: ranks share stdout
     """)
     out = ok(3, prog)
     assert sorted(re.findall(r"error class (\d+)", out)) == ["2", "4", "6"]
