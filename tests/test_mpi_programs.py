@@ -23,13 +23,14 @@ EXAMPLES = ROOT / "docs" / "examples"
 DEMO = ROOT / "tests" / "fixtures" / "mpi4py_demo"
 
 
-def run_local(n: int, prog: Path, *args, timeout: float = 120, launcher_timeout: float | None = None):
+def run_local(n: int, prog: Path, *args, timeout: float = 120, launcher_timeout: float | None = None,
+              prefix: tuple = ()):
     """(exit status, stdout, stderr) of ``python -m nodes.mpi.local -n n prog args``; past
     ``timeout`` the launcher and its ranks are killed by pid and the test fails."""
     cmd = [sys.executable, "-m", "nodes.mpi.local", "-n", str(n)]
     if launcher_timeout is not None:
         cmd += ["--timeout", str(launcher_timeout)]
-    proc = subprocess.Popen(cmd + [str(prog), *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd + [*prefix, str(prog), *map(str, args)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -84,7 +85,8 @@ def test_jacobi(n, grid):
 
 @pytest.mark.parametrize("n", [4, 16])
 def test_transpose(n):
-    out = ok(n, EXAMPLES / "transpose.py")
+    code, out, err = run_local(n, EXAMPLES / "transpose.py", prefix=("python",))   # as the docstring says
+    assert code == 0, err
     assert f"transpose of {8 * n}x{8 * n} on {n} ranks" in out and "transpose ok" in out
 
 
@@ -101,17 +103,18 @@ def serial_mandelbrot(width: int, height: int, maxit: int):
     return int(img.sum()), int((img * weights).sum())
 
 
-@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("n", [1, 4, 16])
 def test_mandelbrot(n):
     out = ok(n, EXAMPLES / "mandelbrot.py", 40, 30, 100)
     got = tuple(int(x) for x in re.search(r"checksum (\d+) (\d+)", out).groups())
     assert got == serial_mandelbrot(40, 30, 100)
 
 
-def test_demo_helloworld():
-    out = ok(4, DEMO / "helloworld.py")
-    lines = sorted(out.strip().splitlines())
-    assert [re.sub(r" on .*", "", x) for x in lines] == [f"Hello, World! I am process {r} of 4" for r in range(4)]
+@pytest.mark.parametrize("n", [4, 16])
+def test_demo_helloworld(n):
+    out = ok(n, DEMO / "helloworld.py")
+    lines = sorted(out.strip().splitlines(), key=lambda x: int(x.split()[5]))
+    assert [re.sub(r" on .*", "", x) for x in lines] == [f"Hello, World! I am process {r} of {n}" for r in range(n)]
 
 
 def test_demo_cpi_cco():

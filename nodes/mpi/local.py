@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("program", nargs=argparse.REMAINDER, help="prog.py ARGS (a leading 'python' is dropped)")
     a = ap.parse_args(argv)
     prog = list(a.program)
-    if prog and Path(prog[0]).name.startswith("python"):
+    if prog and Path(prog[0]).name.startswith("python") and not prog[0].endswith(".py"):
         prog = prog[1:]
     if a.np < 1 or not prog:
         ap.error("give -n N (N >= 1) and a program")
