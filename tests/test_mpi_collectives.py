@@ -189,6 +189,8 @@ def test_cartesian_communicator():
         r = cart.rank
         coords = cart.Get_coords(r)
         assert cart.Get_cart_rank(coords) == r
+        dup = cart.Dup()
+        assert dup.Get_topo() == cart.Get_topo() and dup.allreduce(1) == comm.size
         row = cart.Sub([False, True])
         got = cart.sendrecv(r, dest=cart.Shift(0, 1)[1], source=cart.Shift(0, 1)[0])
         return dims, cart.Get_topo(), cart.Shift(1, 1), row.allgather(r), got

@@ -244,11 +244,14 @@ class Intracomm(Comm):
     def Split(self, color: int = 0, key: int = 0) -> "Intracomm":
         return self._make(Intracomm, self._derive(color, key), f"{self._name}.Split({color})")
 
-    def Dup(self, info=None) -> "Intracomm":
+    def _dup(self, cls):
+        """A communicator of class ``cls`` on the same group, in a new context."""
         base = self.allreduce(self._eng.next_ctx, MAX)
         self._eng.next_ctx = base + 2
-        return self._make(type(self) if type(self) is Intracomm else Intracomm, (self._group, base),
-                          f"{self._name}.Dup")
+        return self._make(cls, (self._group, base), f"{self._name}.Dup")
+
+    def Dup(self, info=None) -> "Intracomm":
+        return self._dup(Intracomm)
 
     Clone = Dup
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import prod
 
-from nodes.mpi.constants import CART, MAX, PROC_NULL, UNDEFINED
+from nodes.mpi.constants import CART, PROC_NULL, UNDEFINED
 from nodes.mpi.errors import ERR_ARG, ERR_DIMS, ERR_RANK, MPIException
 from nodes.mpi.intracomm import Intracomm
 
@@ -83,9 +83,7 @@ class Cartcomm(Intracomm):
         return sub._topo([self._dims[i] for i in keep], [self._periods[i] for i in keep])
 
     def Dup(self, info=None) -> "Cartcomm":
-        base = self.allreduce(self._eng.next_ctx, MAX)
-        self._eng.next_ctx = base + 2
-        return self._make(Cartcomm, (self._group, base), f"{self._name}.Dup")._topo(self._dims, self._periods)
+        return self._dup(Cartcomm)._topo(self._dims, self._periods)
 
     Clone = Dup
 
