@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nodes.mpi.errors import ERR_OP, MPIException, UnsupportedMeta, unsupported
+from nodes.mpi.errors import ERR_OP, ERR_TYPE, MPIException, UnsupportedMeta, unsupported
 
 PROC_NULL, ANY_SOURCE, ROOT, ANY_TAG = -1, -2, -3, -1
 UNDEFINED = -32766
@@ -102,7 +102,7 @@ _typedict["b"], _typedict["B"] = DATATYPES["SIGNED_CHAR"], DATATYPES["UNSIGNED_C
 def datatype_of(dtype: np.dtype) -> Datatype:
     t = _typedict.get(dtype.char)
     if t is None or t.dtype.itemsize != dtype.itemsize:
-        raise MPIException(3, f"no MPI datatype for numpy dtype {dtype}")
+        raise MPIException(ERR_TYPE, f"no MPI datatype for numpy dtype {dtype}")
     return t
 
 

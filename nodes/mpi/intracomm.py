@@ -22,7 +22,7 @@ from nodes.mpi import collectives as C
 from nodes.mpi.buffers import message, vector
 from nodes.mpi.comm import Comm
 from nodes.mpi.constants import IN_PLACE, MAX, SUM, UNDEFINED
-from nodes.mpi.errors import ERR_ROOT, MPIException
+from nodes.mpi.errors import ERR_COUNT, ERR_ROOT, MPIException
 from nodes.mpi.matching import BUF, HEAD, OBJ
 
 _U8 = np.dtype(np.uint8)
@@ -85,7 +85,7 @@ class Intracomm(Comm):
         if self._is_root(root):
             blocks = [_pickle(x) for x in sendobj]
             if len(blocks) != self._size:
-                raise MPIException(2, f"scatter needs {self._size} items at the root, got {len(blocks)}")
+                raise MPIException(ERR_COUNT, f"scatter needs {self._size} items at the root, got {len(blocks)}")
         return pickle.loads(C.scatter(self, root, OBJ, blocks))
 
     def allgather(self, sendobj) -> list:
@@ -94,7 +94,7 @@ class Intracomm(Comm):
     def alltoall(self, sendobj) -> list:
         blocks = [_pickle(x) for x in sendobj]
         if len(blocks) != self._size:
-            raise MPIException(2, f"alltoall needs {self._size} items, got {len(blocks)}")
+            raise MPIException(ERR_COUNT, f"alltoall needs {self._size} items, got {len(blocks)}")
         return [pickle.loads(b) for b in C.alltoall(self, OBJ, blocks)]
 
     # -- buffer API: rooted -----------------------------------------------------------------
