@@ -95,7 +95,7 @@ class Comm:
     (default the wall clock; all times are its seconds)."""
 
     def __init__(self, endpoint: str | None = None, timeout: float = 30.0, sync: bool = False,
-                 group: str | None = None, clock=None):
+                 group: str | None = None, clock=None, pid: int | None = None, group_jobs: int | None = None):
         self.endpoint = endpoint or _env("MCEMU_NET")
         self.job = int(_env("MCEMU_JOB_ID"))
         self.attempt = int(_env("MCEMU_ATTEMPT"))
@@ -125,6 +125,10 @@ class Comm:
         # the interconnect sends it a little ahead with its due time, and it is held until then
         self.lateness: list[float] = []
         hello = {"group": group} if group else {}
+        if pid is not None:  # virtual time: the interconnect reads this process's CPU time (emulator.live.vtime)
+            hello["pid"] = pid
+        if group_jobs is not None:
+            hello["group_jobs"] = group_jobs
         self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
                                 sync=sync, **hello))
         deadline = self.now() + timeout
@@ -136,6 +140,7 @@ class Comm:
                 break
             if m["type"] == "error":
                 raise CommError(m["code"], m["message"])
+        self.welcome = m  # time ("dilated" / "virtual"), vt0, flit_bytes, cpu_scale, topology
         self.dilation = m["dilation"]  # wall us per network us
         self.flit_time_us, self.length_flits = m["flit_time_us"], m["length_flits"]
 
@@ -146,13 +151,14 @@ class Comm:
     def Get_size(self) -> int:
         return self.size
 
-    def send(self, dest: int, data: bytes, wait: bool = False, measured: bool = True) -> int:
+    def send(self, dest: int, data: bytes, wait: bool = False, measured: bool = True, **extra) -> int:
         """Send ``data`` to rank ``dest``; returns the message id (``wait``: after delivery).
-        ``measured=False``: left out of the job's statistics (a warm-up)."""
+        ``measured=False``: left out of the job's statistics (a warm-up). ``extra``: net_send's
+        virtual-time fields (vt, cpu, nbytes, notice: nodes.mpi.live)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         self._ids += 1
-        fields = {"id": self._ids, "to": int(dest), "data": bytes(data)}
+        fields = {"id": self._ids, "to": int(dest), "data": bytes(data), **extra}
         if not measured:
             fields["measured"] = False
         self.sock.send(P.encode("net_send", **fields))

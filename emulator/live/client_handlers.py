@@ -89,6 +89,9 @@ class ClientHandlers:
             return m._error(ident, "bad-job", f"no attempt {msg['attempt']} of job {msg['job']}", msg["id"])
         jr.comm = views._jsonable(msg["stats"])
         m.book.record(jr)
+        if msg.get("fail") and jr.state == "running":  # the interconnect found it deadlocked
+            m._kill_tasks(jr)
+            m._finish(jr, "failed", m.now(), reason=msg["fail"], kind="depart")
         m._reply(ident, msg["id"], {"job": jr.id})
 
     def on_ping(self, ident, msg):

@@ -118,6 +118,22 @@ def _dilation(d):
     return float(d)
 
 
+NET_TIMES = ("dilated", "virtual")
+
+
+def _net_time(v):
+    if v not in NET_TIMES:
+        raise ValueError(f"--net-time must be one of {', '.join(NET_TIMES)}, got {v!r}")
+    return v
+
+
+def _cpu_scale(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1e6:
+        raise ValueError(f"--cpu-scale must be a number of node seconds per host CPU second within (0, 1e6], "
+                         f"got {v!r}")
+    return float(v)
+
+
 _UP_DEMO = ("up", "demo")
 # In `mcemu up --help`'s order. The defaults of topology, allocator and scheduler are the
 # policy stack's (scheduler.stack.DEFAULT_*, which tests/test_cli_config.py compares): not imported,
@@ -169,6 +185,15 @@ SETTINGS = (
             "the network model", none=True, check=_network, arg={"choices": (*NETWORKS, "none")}),
     Setting("net_dilation", POLICY, (DAEMON,), "one network microsecond lasts D wall microseconds (default "
             "{default})", type=float, default=1000.0, check=_dilation, arg={"metavar": "D"}),
+    Setting("net_time", POLICY, (DAEMON,), "the network's clock: dilated (wall time slowed by --net-dilation: "
+            "watch patterns in the monitor) or virtual (each rank's clock advances by its CPU time and its "
+            "messages' delays: results independent of the host; docs/ARCHITECTURE.md) (default {default})",
+            default="dilated", check=_net_time, arg={"choices": NET_TIMES}),
+    Setting("cpu_scale", POLICY, (DAEMON,), "virtual time: seconds of an emulated node's time per second of host "
+            "CPU a rank uses (default {default})", type=float, default=1.0, check=_cpu_scale, arg={"metavar": "S"}),
+    Setting("flit_bytes", POLICY, (DAEMON,), "bytes per flit: a program's message of B bytes is a header flit plus "
+            "ceil(B / flit bytes) flits (default {default}: the text's L = 500 flits is a 1 KB message)", type=int,
+            default=2, check=_within("--flit-bytes", 1, 1 << 20), arg={"metavar": "B"}),
     Setting("grace", PROCESS, (DAEMON,), "seconds a recovered daemon waits for its nodes to register again "
             "before it marks them down (default {default})", type=float, default=5.0, commands=()),
 )

@@ -50,6 +50,7 @@ from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live import sockets
+from emulator.live.ic_virtual import VirtualMode
 from emulator.live.kernel import Kernel
 from emulator.live.netjobs import Membership
 from emulator.live.netlinks import LINK_WINDOW, Links
@@ -88,7 +89,10 @@ class Interconnect:
         self.kernel = kernel if kernel is not None else Kernel(precise=True)
         self.net = net = Wormhole(cfg["topology"])  # the model's defaults: `mcemu net simulate`'s
         self.dilation = float(cfg["net_dilation"])
-        self.driver = NetworkDriver(net, Clock.dilated(self.kernel.now(), net.flit_time, self.dilation))
+        # --net-time virtual: the ranks' clocks, not the wall's (emulator.live.ic_virtual)
+        self.virtual = VirtualMode(self, net, cfg) if cfg.get("net_time") == "virtual" else None
+        self.driver = (self.virtual.driver if self.virtual else
+                       NetworkDriver(net, Clock.dilated(self.kernel.now(), net.flit_time, self.dilation)))
         self.lead = LEAD * self.driver.reach
         self.jobs = Membership(net.channels.topology.size)
         self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured)
@@ -138,7 +142,7 @@ class Interconnect:
             return
         ident, frame = frames
         try:
-            m = P.decode(frame, allowed=P.NET_TYPES)
+            m = P.decode(frame, max_size=P.MAX_FRAME + P.MAX_PAYLOAD, allowed=P.NET_TYPES)
         except P.ProtocolError as e:
             self._send(ident, P.error_frame(e))
             return
@@ -149,6 +153,8 @@ class Interconnect:
             self.on_hello(ident, m)
         elif t == "net_barrier":
             self.on_barrier(ident, m)
+        elif t in ("net_wait", "net_bye"):
+            self.on_clock(ident, t, m)
         else:
             doc = self.links.doc(self.dilation)
             # each running job's statistics so far: the monitor's running table shows the mean delay
@@ -162,6 +168,8 @@ class Interconnect:
         self._ended(replaced)
         self.jobs.join(j, m.get("group"))
         rank = m["rank"]
+        if self.virtual:
+            return self.virtual.hello(j, ident, m)
         welcome = P.encode_unchecked("net_welcome", job=j.id, rank=rank, size=j.size, dilation=self.dilation,
                                      flit_time_us=self.net.flit_time, length_flits=self.net.length)
         if m.get("sync"):  # a start barrier: every rank welcomed together
@@ -207,15 +215,31 @@ class Interconnect:
         if dst in self.jobs.down:
             return self._error(ident, "node-down", f"rank {to} of job {j.id} is on node {dst}, which is down",
                                m["id"])
+        if self.virtual:
+            return self.virtual.send(j, rank, ident, m, dst)
         self._tag += 1
         self.msgs[self._tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True))
         self.driver.send(j.nodes[rank], dst, now, self._tag)
+
+    def on_clock(self, ident, t, m):
+        """``net_wait`` / ``net_bye``: a rank's clock in virtual time (emulator.live.ic_virtual)."""
+        if not self.virtual:
+            return self._error(ident, "not-virtual", f"{t} is for a cluster with --net-time virtual")
+        had = self.jobs.by_ident.get(ident)
+        if had is None:
+            return self._error(ident, "no-hello", f"say net_hello (job, attempt, rank) before {t}")
+        if t == "net_wait":
+            self.virtual.wait(*had, ident, m)
+        else:
+            self.virtual.bye(*had, m)
 
     # ------------------------------------------------------------------ the model
 
     def pump(self) -> None:
         """After every turn: run the model to now (the deliveries it makes certain join the
         driver's queue by due time) and hand over what is due within AHEAD."""
+        if self.virtual:
+            return self.virtual.pump()
         now = self.kernel.now()
         self.driver.advance(now)
         self.release(now)
@@ -231,6 +255,7 @@ class Interconnect:
                                                  f"went down before delivery", rid)
                 continue
             delay = net.us(driver.record(j.stats, d, measured))
+            j.stats.bytes += len(data)
             j.dirty = True
             frame = P.encode_unchecked("net_msg", source=rank, data=data, due=due)
             ident = j.ranks.get(to)
@@ -244,6 +269,8 @@ class Interconnect:
     def next_wake(self) -> float | None:
         """The kernel's deadline: the next hand-over (AHEAD before a due time) or the driver's
         wake-up, when the model must run again to learn its next deliveries LEAD ahead."""
+        if self.virtual:
+            return None  # no wall deadline: the ranks' frames move virtual time
         t = self.driver.wakeup(self.lead)
         due = self.driver.next_due()
         if due is not None and (t is None or due - AHEAD < t):
@@ -260,17 +287,21 @@ class Interconnect:
         longer."""
         for j in attempts:
             self.report(j)
+            if self.virtual:
+                self.virtual.ended(j)
             if j.group is not None:
                 self._answer(self.jobs.group_barrier(j.group))
 
-    def report(self, j) -> None:
-        if not j.dirty:
+    def report(self, j, fail: str | None = None) -> None:
+        """A job's statistics to the daemon; ``fail``: the reason to fail it (a deadlock)."""
+        if not j.dirty and fail is None:
             return
         j.dirty = False
         self._tag += 1
+        extra = {"fail": fail} if fail else {}
         try:
             self.daemon.send(P.encode("comm", id=self._tag, job=j.id, attempt=j.attempt,
-                                      stats=j.stats.summary(self.net.us)), flags=zmq.NOBLOCK)
+                                      stats=j.stats.summary(self.net.us), **extra), flags=zmq.NOBLOCK)
         except zmq.ZMQError:
             pass  # the daemon is away (a recovery): the next report carries the same totals
 

@@ -33,7 +33,10 @@ own types (NET_TYPES), one payload at most MAX_PAYLOAD bytes:
                    list, rank i on nodes[i]: the hello makes the task's job known), net_send
                    {id, to, data, measured},
                    net_barrier {id, group} (answered ``ok`` when every rank of the job, or of
-                   every running job whose tasks named that ``group``, has entered it)
+                   every running job whose tasks named that ``group``, has entered it);
+                   virtual time (emulator.live.vtime): net_send's vt/cpu/nbytes/notice, net_wait
+                   {vt, cpu, until, what} (answered by the net_msg/net_delivered frames due up to
+                   the answer, then net_go {vt}), net_bye {vt} (the rank ended)
   client -> net:   net_links {id}
   net -> task:     net_welcome, net_msg {source, data, due}, net_delivered {id, delay_us, due},
                    error {id, code, message}
@@ -54,7 +57,9 @@ MAX_STR = 8192
 MAX_LIST = 1 << 16
 MAX_NODE = 1 << 20
 MAX_ID = (1 << 63) - 1
-MAX_PAYLOAD = 64 * 1024         # bytes of one task-to-task message (net_send.data)
+# bytes of one task-to-task message (net_send.data): an MPI message's data (nodes.mpi.errors.MAX_MESSAGE,
+# 512 KiB) and its envelope; a frame stays under MAX_WIRE
+MAX_PAYLOAD = (1 << 19) + 1024
 
 
 class ProtocolError(ValueError):
@@ -244,16 +249,26 @@ SCHEMAS: dict[str, dict] = {
     "snapshot": {"t": (_num(), R), "data": (_any, R)},
     # the interconnect (module docstring)
     "net_hello": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "nodes": (_list(NODE), R),
-                  "sync": (_bool, O), "group": (_str(64, empty=False), O)},
-    "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O)},
+                  "sync": (_bool, O), "group": (_str(64, empty=False), O), "pid": (_int(1, 1 << 31), O),
+                  "group_jobs": (_int(1, 1 << 16), O)},
+    "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O),
+                 "nbytes": (_int(0, 1 << 30), O), "vt": (_num(0, 1e12), O), "cpu": (_num(0, 1e12), O),
+                 "notice": (_bool, O)},
+    "net_wait": {"vt": (_num(0, 1e12), R), "cpu": (_opt(_num(0, 1e12)), O), "until": (_opt(_num(0, 1e12)), O),
+                 "what": (_str(512), O)},
+    "net_bye": {"vt": (_num(0, 1e12), R)},
+    "net_go": {"vt": (_num(), R)},
     "net_links": {"id": (REQ_ID, R)},
     "net_barrier": {"id": (REQ_ID, R), "group": (_str(64, empty=False), O)},
     "net_welcome": {"job": (JOB, R), "rank": (RANK, R), "size": (_int(1, MAX_NODE), R),
                     "dilation": (_num(1e-6, 1e12), R), "flit_time_us": (_num(1e-9, 1e6), R),
-                    "length_flits": (_int(1, 1 << 30), R)},
+                    "length_flits": (_int(1, 1 << 30), R), "time": (_str(16), O), "vt0": (_num(), O),
+                    "flit_bytes": (_int(1, 1 << 20), O), "cpu_scale": (_num(0, 1e9), O),
+                    "topology": (_str(64), O), "startup_flits": (_num(0, 1e12), O)},
     "net_msg": {"source": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "due": (_num(), R)},
     "net_delivered": {"id": (REQ_ID, R), "delay_us": (_num(), R), "due": (_num(), R)},
-    "comm": {"id": (REQ_ID, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "stats": (_any, R)},
+    "comm": {"id": (REQ_ID, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "stats": (_any, R),
+             "fail": (_str(1000), O)},
 }
 
 NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "switched", "bye"})
@@ -261,7 +276,7 @@ CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutd
 TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "switch", "kill", "ack", "heartbeat",
                            "shutdown", "error"})
 EVENT_TOPICS = (b"job", b"node", b"snapshot")
-NET_TYPES = frozenset({"net_hello", "net_send", "net_links", "net_barrier"})  # what the interconnect accepts
+NET_TYPES = frozenset({"net_hello", "net_send", "net_links", "net_barrier", "net_wait", "net_bye"})  # what the interconnect accepts
 LOCAL_TYPES = frozenset({"comm"})  # daemon types only a LOCAL peer may send (the interconnect)
 
 

@@ -120,12 +120,12 @@ class NetworkDriver:
 
     # ------------------------------------------------------------------ messages
 
-    def send(self, src: int, dst: int, t: float, tag: object) -> None:
+    def send(self, src: int, dst: int, t: float, tag: object, length: int | None = None) -> None:
         """Inject a message at the caller's time ``t`` (a time the model has passed counts as
-        its present: a late sender is late, not in the past)."""
+        its present: a late sender is late, not in the past); ``length``: its flits (default L)."""
         net = self.net
         at = self.clock.flits(t)
-        net.send(src, dst, at if at > net.now else net.now, tag)
+        net.send(src, dst, at if at > net.now else net.now, tag, length)
 
     def advance(self, t: float) -> int:
         """Run the model to the caller's time ``t``; the deliveries it makes certain (their

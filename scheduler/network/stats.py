@@ -28,7 +28,7 @@ def percentile(sorted_values, q: float) -> float:
 class MessageStats:
     """The messages of one path or one job (module docstring)."""
 
-    __slots__ = ("delays", "contention", "starting", "delivered", "last")
+    __slots__ = ("delays", "contention", "starting", "delivered", "last", "bytes")
 
     def __init__(self):
         self.delays: list[float] = []  # of the measured messages
@@ -36,6 +36,7 @@ class MessageStats:
         self.starting = 0.0  # sum over the measured messages of their wait for the first channel
         self.delivered = 0  # every delivery, measured or not
         self.last = 0.0  # delivery time of the last message
+        self.bytes = 0  # payload bytes delivered (a live job's; the model's messages have none)
 
     def add(self, delay: float, free: float, at: float, measured: bool = True) -> None:
         """A delivery at ``at`` after ``delay``, whose contention-free latency is ``free``."""
@@ -58,16 +59,17 @@ class MessageStats:
 
     def summary(self, us) -> dict:
         """The report of a live job (``comm``: ``mcemu queue``, the journal, the monitor), in
-        microseconds by ``us``: count (measured), messages (every one), mean and p95 delay, the
+        microseconds by ``us``: count (measured), messages (every one), bytes (their payloads), mean and p95 delay, the
         contention-free baseline (the mean of each message's latency alone on the network), the
         mean contention and the slowdown (mean / baseline)."""
         n = len(self.delays)
         if not n:
-            return {"count": 0, "messages": self.delivered, "mean_delay_us": None, "p95_delay_us": None,
-                    "baseline_us": None, "mean_contention_us": None, "slowdown": None}
+            return {"count": 0, "messages": self.delivered, "bytes": self.bytes, "mean_delay_us": None,
+                    "p95_delay_us": None, "baseline_us": None, "mean_contention_us": None, "slowdown": None}
         mean = sum(self.delays) / n
         base = mean - self.contention / n
-        return {"count": n, "messages": self.delivered, "mean_delay_us": us(mean), "p95_delay_us": us(self.p95()),
+        return {"count": n, "messages": self.delivered, "bytes": self.bytes, "mean_delay_us": us(mean),
+                "p95_delay_us": us(self.p95()),
                 "baseline_us": us(base), "mean_contention_us": us(self.contention / n),
                 "slowdown": mean / base if base > 0 else None}
 

@@ -106,9 +106,14 @@ class Wormhole:
 
     # ------------------------------------------------------------------ input
 
-    def send(self, src: int, dst: int, at: float | None = None, tag: object = None) -> None:
+    def send(self, src: int, dst: int, at: float | None = None, tag: object = None,
+             length: int | None = None) -> None:
         """Inject a message from ``src`` to ``dst`` at time ``at`` (flit times; default now),
-        which must not be in the past. ``tag`` comes back in its :class:`Delivery`."""
+        which must not be in the past. ``tag`` comes back in its :class:`Delivery`. ``length``:
+        this message's flits (default the network's L): a program's message of B bytes is a header
+        plus ceil(B / flit width) flits (nodes.mpi.live), where the text's messages all have L."""
+        if length is not None and not (isinstance(length, int) and length >= 1):
+            raise NetworkError(f"message length must be a positive number of flits, got {length!r}")
         if at is None:
             at = self.now
         elif not at >= self.now:  # also refuses NaN
@@ -117,16 +122,17 @@ class Wormhole:
             route = self.channels.route(src, dst)
         except (ValueError, TypeError) as e:
             raise NetworkError(str(e)) from None
-        self.inject(route, at, tag)
+        self.inject(route, at, tag, length)
 
-    def inject(self, route: tuple, at: float, tag: object) -> None:
+    def inject(self, route: tuple, at: float, tag: object, length: int | None = None) -> None:
         """:meth:`send` without its checks, for a caller that holds the route
         (``channels.route``) and sends at or after now: the closed loop's next message."""
         self._seq += 1
         self.sent += 1
         self.in_flight += 1
-        # a message: [route, index of the channel its header wants, sent, tag, first channel at]
-        heappush(self._heap, (at + self.startup, _INJECT, self._seq, [route, 0, at, tag, 0.0]))
+        # a message: [route, index of the channel its header wants, sent, tag, first channel at, flits]
+        heappush(self._heap, (at + self.startup, _INJECT, self._seq,
+                              [route, 0, at, tag, 0.0, self.length if length is None else length]))
 
     def next_time(self) -> float | None:
         """The time of the next internal event (None: nothing in flight)."""
@@ -143,7 +149,7 @@ class Wormhole:
         docstring: replies at a delivery time)."""
         heap, hops = self._heap, self._hops
         free_at, held, busy, waiters = self.free_at, self.held, self.busy, self.waiters
-        L, out, now, seq = self.length, [], self.now, self._seq
+        out, now, seq = [], self.now, self._seq
         limit = INF  # the earliest delivery returned: events from then on wait for the next call
         while True:
             if hops and not (heap and heap[0][0] <= hops[0][0]):  # at equal times the heap first
@@ -183,7 +189,7 @@ class Wormhole:
                     continue
             # m acquires channel c at time t
             free_at[c], held[c] = INF, t
-            route, j = m[0], m[1]
+            route, j, L = m[0], m[1], m[5]
             if not j:
                 m[4] = t
             elif j >= L:  # the tail leaves the channel L behind the header
@@ -227,7 +233,7 @@ class Wormhole:
 
     def _to_itself(self, m: list, t: float, out: list) -> float:
         """A message to its own node takes no channel: the sink drains the worm from ``t``."""
-        delivered = t + self.length - 1
+        delivered = t + m[5] - 1
         out.append(Delivery(m[3], m[2], delivered, 0, t))
         self.in_flight -= 1
         self.delivered += 1

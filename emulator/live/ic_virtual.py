@@ -1,0 +1,149 @@
+"""The interconnect in virtual time (``--net-time virtual``): what differs from the dilated loop.
+
+The decisions are emulator.live.vtime's; this is their glue to the task connections:
+
+* a job's ranks start together, at the frontier of virtual time, when the last one says hello
+  (every hello is a sync hello: a rank that started alone would have no clock to start from);
+  the welcome carries the start ``vt0`` and the message size rule (``flit_bytes``);
+* ``net_send`` carries the rank's clock and CPU time (``vt``, ``cpu``) and the user bytes
+  (``nbytes``): the message is a header plus ceil(nbytes / flit_bytes) flits, sent into the
+  model at ``vt``; ``notice``: the sender wants its delivery notice as an event (pattern jobs);
+* ``net_wait`` {vt, cpu, until, what} is answered by the frames due up to the answer and then
+  ``net_go`` {vt}; ``net_bye`` ends a rank;
+* after every turn the model runs as far as is safe (VirtualTime.step); while a waiting rank
+  needs a computing rank's clock to grow, the CPU time of the computing ranks is read every
+  REFRESH seconds (VirtualTime.refresh);
+* a deadlocked job gets an ``error`` (code ``deadlock``) at each of its ranks and is failed by
+  the daemon with the reason (``comm`` with ``fail``).
+"""
+from __future__ import annotations
+
+import math
+
+from emulator.live import protocol as P
+from emulator.live.vtime import VirtualTime
+from scheduler.network.driver import Clock, NetworkDriver
+
+REFRESH = 0.002  # wall seconds between readings of the computing ranks' CPU time while one is awaited
+
+
+class VirtualMode:
+    """The virtual-time half of ``ic`` (an Interconnect) on the model ``net``."""
+
+    def __init__(self, ic, net, cfg: dict):
+        self.ic, self.net = ic, net
+        self.flit_bytes = int(cfg.get("flit_bytes") or 2)
+        self.cpu_scale = float(cfg.get("cpu_scale") or 1.0)
+        self.driver = NetworkDriver(net, Clock.virtual(1e6 / net.flit_time))  # seconds -> flit times
+        self.vt = VirtualTime(self.driver, self._route, self.cpu_scale)
+        self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
+        self.failed: set = set()
+        self._refresh = None
+
+    # ------------------------------------------------------------------ tasks
+
+    def hello(self, j, ident, m) -> None:
+        """Every rank's welcome when the last rank is in (vt0: the frontier)."""
+        self.pids[(j, m["rank"])] = m.get("pid")
+        j.waiting.append((ident, m["rank"]))
+        if len(j.ranks) < j.size:
+            return
+        ranks = sorted(j.ranks)
+        vt0 = self.vt.start([(j, r) for r in ranks], j, [self.pids.pop((j, r), None) for r in ranks])
+        net = self.net
+        for who, rank in j.waiting:
+            self.ic._send(who, P.encode_unchecked(
+                "net_welcome", job=j.id, rank=rank, size=j.size, dilation=1.0, flit_time_us=net.flit_time,
+                length_flits=net.length, time="virtual", vt0=self.vt.seconds(vt0), flit_bytes=self.flit_bytes,
+                cpu_scale=self.cpu_scale, topology=self.ic.cfg["topology"], startup_flits=net.startup))
+        j.waiting.clear()
+
+    def rank(self, j, rank):
+        return self.vt.ranks.get((j, rank))
+
+    def send(self, j, rank, ident, m, dst) -> None:
+        r = self.rank(j, rank)
+        if r is None:
+            return self.ic._error(ident, "not-started", "the job's ranks have not all said hello", m["id"])
+        vt = m.get("vt", 0.0)
+        self.vt.report(r, vt, m.get("cpu"))
+        nbytes = m.get("nbytes")
+        length = self.net.length if nbytes is None else 1 + math.ceil(nbytes / self.flit_bytes)
+        ic = self.ic
+        ic._tag += 1
+        ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True),
+                            bool(m.get("notice")), nbytes or 0)
+        r.sent += 1
+        self.driver.send(j.nodes[rank], dst, self.vt.seconds(r.vt), ic._tag, length)
+
+    def wait(self, j, rank, ident, m) -> None:
+        r = self.rank(j, rank)
+        if r is None:
+            return self.ic._error(ident, "not-started", "the job's ranks have not all said hello")
+        self.vt.wait(r, m["vt"], m.get("cpu"), m.get("until"), m.get("what") or "")
+
+    def bye(self, j, rank, m) -> None:
+        r = self.rank(j, rank)
+        if r is not None:
+            self.vt.bye(r, m["vt"])
+
+    def ended(self, j) -> None:
+        self.vt.forget(j)
+
+    # ------------------------------------------------------------------ the model
+
+    def _route(self, d) -> list:
+        """Whom delivery ``d`` concerns: [(VRank, frame)] (the receiver's message, the sender's
+        notice when asked for)."""
+        ic = self.ic
+        j, rank, to, sender, rid, data, measured, notice, nbytes = ic.msgs.pop(d.tag)
+        src = self.rank(j, rank)
+        if src is not None:
+            src.sent -= 1
+        dst = self.rank(j, to)
+        if dst is None or ic.jobs.jobs.get(j.id) is not j:
+            return []
+        delay = self.net.us(self.driver.record(j.stats, d, measured))
+        j.stats.bytes += nbytes
+        j.dirty = True
+        due = self.vt.seconds(d.delivered)
+        out = [(dst, P.encode_unchecked("net_msg", source=rank, data=data, due=due))]
+        if notice and src is not None:
+            out.append((src, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due)))
+        return out
+
+    def pump(self) -> None:
+        answers, dead = self.vt.step()
+        ic = self.ic
+        for r, at, frames in answers:
+            ident = r.job.ranks.get(r.rank)
+            if ident is None:
+                continue
+            for f in frames:
+                ic._send(ident, f)
+            ic._send(ident, P.encode_unchecked("net_go", vt=self.vt.seconds(at)))
+        for j, waiting in dead:
+            if j not in self.failed:
+                self._deadlock(j, waiting)
+        if self._refresh is None and self.vt.stuck_below() > 0:
+            self._refresh = ic.kernel.call_later(REFRESH, self._grow)
+
+    def _grow(self) -> None:
+        self._refresh = None
+        below = self.vt.stuck_below()
+        if below > 0:
+            self.vt.refresh(below)
+
+    def _deadlock(self, j, waiting) -> None:
+        self.failed.add(j)
+        ranks = ", ".join(f"rank {r.rank} waits in {r.what or 'a receive'}" for r in waiting)
+        why = f"deadlock: every rank of job {j.id} waits for a message that cannot come ({ranks})"
+        ic = self.ic
+        for r in waiting:
+            ident = j.ranks.get(r.rank)
+            if ident is not None:
+                ic._error(ident, "deadlock", why)
+        ic.report(j, fail=why[:1000])
+
+
+__all__ = ["REFRESH", "VirtualMode"]

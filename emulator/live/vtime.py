@@ -1,0 +1,241 @@
+"""Virtual time for the live interconnect (``mcemu up --network wormhole --net-time virtual``).
+
+How SimGrid's SMPI times real code, on the live cluster: each rank has a clock that advances by
+the CPU time it uses between calls to the network (times ``--cpu-scale``) and by the delays the
+wormhole model gives its messages; the interconnect runs the model in that time, not the wall's,
+so a program's times do not depend on how busy the host is.
+
+**Conservative delivery** (Chandy-Misra, with one central process that sees every rank): a rank
+is COMPUTING (its clock is at least ``vt``, the clock of its last frame, and grows with the CPU
+time it has used since, which the host observes: :meth:`VirtualTime.refresh`), WAITING (for the
+first event addressed to it, or until its clock reaches ``until``) or DONE. Its *bound* is the
+earliest clock at which it can send again: ``vt`` when computing; when waiting, the time it would
+be woken, ``min(until, its first known event)``; infinity when done or waiting for nothing known.
+
+* the model runs to just before the smallest bound ``C`` (a send at ``C`` or later is then not in
+  the model's past), or, when nobody can send, to its first deliveries (the model stops before the
+  earliest delivery it returns: Wormhole's "replies at a delivery time");
+* a waiting rank is answered at ``a = min(until, first event)`` with every event due by ``a`` once
+  no event due by ``a`` can still appear: an unsent message of another rank arrives at the
+  earliest ``bound + (k_0 + 1)`` flit times (strictly after the bound: start-up, one hop), and a
+  message in the model whose header has not arrived is delivered after the model's next event.
+  Answering a rank never lowers a bound (it resumes at ``a``, which was its bound), so every rank
+  answerable in a pass is answered in that pass.
+
+The decisions depend only on the clocks the ranks report, not on when their frames arrive: the
+same program gives the same times on an idle host and on a loaded one.
+
+**Deadlock**: a job all of whose ranks wait for a message (no timeout), none of which is known or
+still in the network, can never go on; :meth:`VirtualTime.step` reports it with what each rank
+waits for, and the interconnect fails the job with that reason.
+
+Pure bookkeeping on the model (no sockets, no clock reads but the CPU reader it is given):
+emulator.live.interconnect drives it.
+"""
+from __future__ import annotations
+
+import math
+from heapq import heappop, heappush
+
+INF = math.inf
+COMPUTING, WAITING, DONE = 0, 1, 2
+# CPU seconds a rank may spend in the transport after a frame before its program resumes: the
+# growth of a computing rank's bound starts this much later, so the bound stays below its clock
+CPU_MARGIN = 0.001
+
+
+def read_cpu(pid: int) -> float | None:
+    """Host CPU seconds used by the main thread of process ``pid`` (the scheduler's run time, the
+    clock of time.thread_time(), never ahead of it), None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat", "rb") as f:
+            return int(f.read().split(None, 1)[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class VRank:
+    """One rank's clock as the interconnect knows it (times in flit times)."""
+
+    __slots__ = ("key", "job", "rank", "state", "vt", "cpu", "pid", "until", "what", "events", "sent", "gone")
+
+    def __init__(self, key, job, rank: int, pid: int | None):
+        self.key, self.job, self.rank, self.pid = key, job, rank, pid
+        self.state = COMPUTING
+        self.vt = 0.0
+        self.cpu: float | None = None  # host CPU seconds at ``vt``; None: not known (the bound does not grow)
+        self.until = INF
+        self.what = ""
+        self.events: list = []  # (due, seq, frame): deliveries and notices for it, certain, not handed over
+        self.sent = 0  # its messages still in the model
+        self.gone = False
+
+    def bound(self) -> float:
+        if self.state == COMPUTING:
+            return self.vt
+        if self.state == WAITING:
+            t = self.until
+            if self.events and self.events[0][0] < t:
+                t = self.events[0][0]
+            return t if t > self.vt else self.vt
+        return INF
+
+
+class VirtualTime:
+    """The ranks' clocks over the model ``driver`` (a NetworkDriver on ``Clock.virtual(per_second)``:
+    seconds to flit times). ``route(delivery)`` -> [(VRank, frame)]: whom a delivery concerns.
+    ``cpu``: the CPU reader (read_cpu; tests give their own)."""
+
+    def __init__(self, driver, route, cpu_scale: float = 1.0, cpu=read_cpu):
+        self.driver, self.net, self.route = driver, driver.net, route
+        self.clock = driver.clock
+        self.scale = float(cpu_scale)
+        self.cpu = cpu
+        self.minlat = self.net.startup + 1.0  # flit times from a send to its earliest delivery
+        self.ranks: dict = {}
+        self.released = 0.0  # the latest answer: a job that starts now starts here
+        self._seq = 0
+
+    # ------------------------------------------------------------------ ranks
+
+    def start(self, keys: list, job, pids: list) -> float:
+        """A job's ranks start together (the sync welcome) at the frontier; returns it (flits)."""
+        vt0 = max(self.net.now, self.released)
+        for rank, (key, pid) in enumerate(zip(keys, pids)):
+            r = self.ranks[key] = VRank(key, job, rank, pid)
+            r.vt = vt0
+        return vt0
+
+    def forget(self, job) -> None:
+        for key in [k for k, r in self.ranks.items() if r.job is job]:
+            del self.ranks[key]
+
+    def flits(self, seconds: float) -> float:
+        return self.clock.flits(seconds)
+
+    def seconds(self, flits: float) -> float:
+        return self.clock.time(flits)
+
+    def report(self, r: VRank, vt_s: float, cpu: float | None) -> None:
+        """A frame of ``r`` stamped with its clock (seconds) and CPU time: it is computing."""
+        t = self.flits(vt_s)
+        if t > r.vt:
+            r.vt = t
+        r.cpu = cpu
+        r.state = COMPUTING
+
+    def wait(self, r: VRank, vt_s: float, cpu: float | None, until_s: float | None, what: str) -> None:
+        self.report(r, vt_s, cpu)
+        r.state = WAITING
+        r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
+        r.what = what
+
+    def bye(self, r: VRank, vt_s: float) -> None:
+        self.report(r, vt_s, None)
+        r.state = DONE
+
+    def refresh(self, below: float = INF) -> None:
+        """Grow the bounds of the computing ranks below ``below`` by the CPU time they used (read
+        from the host); a rank whose process is gone is DONE (its job's end will follow)."""
+        for r in self.ranks.values():
+            if r.state != COMPUTING or r.pid is None or r.vt >= below:
+                continue
+            now = self.cpu(r.pid)
+            if now is None:
+                r.state, r.gone = DONE, True
+            elif r.cpu is None:
+                r.cpu = now  # the first reading after an answer: growth counts from here
+            else:
+                used = now - r.cpu - CPU_MARGIN
+                if used > 0:
+                    r.vt += used * self.scale * self.clock.per_unit
+                    r.cpu = now - CPU_MARGIN
+
+    # ------------------------------------------------------------------ the decisions
+
+    def step(self) -> tuple[list, list]:
+        """Run the model as far as is safe and answer what can be answered: ([(VRank, at in
+        flits, frames)], [deadlocked jobs]) (module docstring)."""
+        answers: list = []
+        while True:
+            self._advance()
+            got = self._answer()
+            if not got:
+                break
+            answers.extend(got)
+        return answers, self._deadlocked()
+
+    def _advance(self) -> None:
+        net, ranks = self.net, self.ranks
+        while True:
+            nt = net.next_time()
+            if nt is None:
+                return
+            c = min((r.bound() for r in ranks.values()), default=INF)
+            until = INF if c == INF else math.nextafter(c, -INF)
+            if nt > until:
+                return
+            got = net.advance(until)
+            if not got:
+                return
+            for d in got:
+                for r, frame in self.route(d):
+                    self._seq += 1
+                    heappush(r.events, (d.delivered, self._seq, frame))
+
+    def _answer(self) -> list:
+        first = second = INF  # the two smallest bounds, and whose the smallest is
+        who = None
+        for r in self.ranks.values():
+            b = r.bound()
+            if b < first:
+                first, second, who = b, first, r
+            elif b < second:
+                second = b
+        nt = self.net.next_time()
+        model = INF if nt is None else nt
+        out = []
+        for r in self.ranks.values():
+            if r.state != WAITING:
+                continue
+            a = r.until
+            if r.events and r.events[0][0] < a:
+                a = r.events[0][0]
+            if a == INF or a > model or a >= (second if r is who else first) + self.minlat:
+                continue
+            frames = []
+            while r.events and r.events[0][0] <= a:
+                frames.append(heappop(r.events)[2])
+            r.state, r.cpu = COMPUTING, None
+            if a > r.vt:
+                r.vt = a
+            if a > self.released:
+                self.released = a
+            out.append((r, r.vt, frames))
+        return out
+
+    def stuck_below(self) -> float:
+        """The latest time a waiting rank could be answered at if the computing ranks' bounds grew:
+        :meth:`refresh` below it (0: nobody waits for a computing rank)."""
+        t = 0.0
+        for r in self.ranks.values():
+            if r.state == WAITING:
+                a = r.bound()
+                if a != INF and a > t:
+                    t = a
+        return t
+
+    def _deadlocked(self) -> list:
+        jobs: dict = {}
+        for r in self.ranks.values():
+            jobs.setdefault(r.job, []).append(r)
+        out = []
+        for job, rs in jobs.items():
+            live = [r for r in rs if r.state != DONE]
+            if live and all(r.state == WAITING and r.until == INF and not r.events for r in live) \
+                    and not any(r.sent for r in rs):
+                out.append((job, sorted(live, key=lambda r: r.rank)))
+        return out
+
+
+__all__ = ["COMPUTING", "CPU_MARGIN", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]

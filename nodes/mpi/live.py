@@ -1,0 +1,183 @@
+"""The MPI layer's transport on the live cluster: a rank of a job talking through the
+interconnect (nodes.comm), in the cluster's network time.
+
+**Virtual time** (``mcemu up --net-time virtual``; emulator.live.vtime has the interconnect's
+side): the rank keeps a clock. Between two calls of the transport it advances by the CPU time
+the program used (``time.thread_time``, this thread only: not the time it waited for a core,
+so a busy host changes nothing), times ``cpu_scale``; the transport's own CPU time is not
+counted. Every frame carries the clock (``vt``) and the CPU time (``cpu``): a send enters the
+model at ``vt``; a wait is answered by the interconnect with the messages due by the answer
+and the new clock (``net_go``). ``MPI.Wtime()`` is the clock, from the job's start (0).
+
+**Dilated time** (the default ``--net-time``): messages are handed over at their dilated wall
+due times, as nodes.comm always did; ``MPI.Wtime()`` is wall time since the rank started.
+
+**The program trace** (virtual time): every rank writes ``$MCEMU_TRACES/job-<id>/rank-<r>.json``
+when it ends (the format: scheduler.network.trace): its compute intervals, sends and waits, so
+``mcemu net replay`` can run the program again in the simulator, on any placement.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from nodes.comm import Comm, CommError
+from nodes.mpi.errors import TransportError
+
+_thread_time = time.thread_time
+
+
+class LiveTransport:
+    """This task's rank (module docstring); ``comm``: an open nodes.comm.Comm (tests)."""
+
+    def __init__(self, comm: Comm | None = None):
+        try:
+            self.comm = comm or Comm(sync=True, pid=os.getpid(), timeout=120.0)
+        except CommError as e:
+            raise TransportError(e.code, str(e)) from None
+        w = self.comm.welcome
+        self.rank, self.size = self.comm.rank, self.comm.size
+        self.virtual = w.get("time") == "virtual"
+        self.scale = float(w.get("cpu_scale") or 1.0)
+        self.vt0 = self.clock = float(w.get("vt0") or 0.0)
+        self.t0 = time.monotonic()
+        self.closed = False
+        self.events: list = []  # the trace (virtual time)
+        self.sent_to = defaultdict(int)  # dest -> messages sent to it (the trace's seq)
+        self.got_from = defaultdict(int)
+        self.mark = _thread_time()  # CPU time when the program last resumed
+        atexit.register(self.close)
+
+    # ------------------------------------------------------------------ the clock
+
+    def _enter(self) -> float:
+        """The program's CPU time since it resumed joins the clock; returns the CPU time now."""
+        cpu = _thread_time()
+        dt = (cpu - self.mark) * self.scale
+        if dt > 0:
+            self.clock += dt
+            self.events.append(["c", dt])
+        return cpu
+
+    def _resume(self) -> None:
+        self.mark = _thread_time()
+
+    def wtime(self) -> float:
+        if not self.virtual:
+            return time.monotonic() - self.t0
+        return self.clock + (_thread_time() - self.mark) * self.scale - self.vt0
+
+    # ------------------------------------------------------------------ messages
+
+    def send(self, dest: int, payload: bytes, nbytes: int) -> None:
+        if not self.virtual:
+            return self._call(self.comm.send, dest, payload, nbytes=nbytes)
+        cpu = self._enter()
+        self._call(self.comm.send, dest, payload, nbytes=nbytes, vt=self.clock, cpu=cpu)
+        self.events.append(["s", dest, nbytes, self.sent_to[dest]])
+        self.sent_to[dest] += 1
+        self._resume()
+
+    def wait(self, block: bool, what: str) -> list[tuple[int, bytes]]:
+        if not self.virtual:
+            return self._wait_dilated(block)
+        cpu = self._enter()
+        self._call(self.comm.sock.send, self._frame("net_wait", vt=self.clock, cpu=cpu,
+                                                    until=None if block else self.clock, what=what[:500]))
+        got, msgs = [], []
+        while True:
+            m = self._read()
+            t = m["type"]
+            if t == "net_msg":
+                src = m["source"]
+                got.append((src, m["data"]))
+                msgs.append([src, self.got_from[src], m["due"] - self.vt0])
+                self.got_from[src] += 1
+            elif t == "net_go":
+                before = self.clock
+                self.clock = max(self.clock, m["vt"])
+                self.events.append(["w", None if block or msgs else self.clock - before, msgs, []])
+                self._resume()
+                return got
+
+    def _wait_dilated(self, block: bool) -> list[tuple[int, bytes]]:
+        comm, got = self.comm, []
+        try:
+            if block:
+                got.append(comm.recv())
+            else:
+                comm.poll(0.0)
+            now = comm.now()
+            while comm.inbox and comm.due() <= now:
+                got.append(comm.take())
+        except CommError as e:
+            raise TransportError(e.code, str(e)) from None
+        return got
+
+    def sleep(self, seconds: float) -> None:
+        if not self.virtual:
+            time.sleep(seconds)
+            return
+        self._enter()
+        self.clock += seconds
+        self.events.append(["c", seconds])
+        self._resume()
+
+    def processor_name(self) -> str:
+        return f"{socket.gethostname()}:node{self.comm.nodes[self.rank]}"
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _frame(self, kind: str, **fields) -> bytes:
+        from emulator.live import protocol as P
+
+        return P.encode_unchecked(kind, **fields)
+
+    def _call(self, fn, *args, **kw):
+        try:
+            return fn(*args, **kw)
+        except CommError as e:
+            raise TransportError(e.code, str(e)) from None
+
+    def _read(self) -> dict:
+        m = self.comm._read(None)
+        if m["type"] == "error":
+            raise TransportError(m["code"], m["message"])
+        return m
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.virtual:
+                self._enter()
+                self.comm.sock.send(self._frame("net_bye", vt=self.clock))
+                self.events.append(["e", self.clock - self.vt0])
+                self._write_trace()
+            self.comm.close()
+        except Exception:  # at exit: the job's end is what matters, not a last frame
+            pass
+
+    def _write_trace(self) -> None:
+        where = os.environ.get("MCEMU_TRACES")
+        if not where:
+            return
+        c, w = self.comm, self.comm.welcome
+        d = Path(where) / f"job-{c.job}"
+        d.mkdir(parents=True, exist_ok=True)
+        doc = {"version": 1, "job": c.job, "attempt": c.attempt, "rank": self.rank, "size": self.size,
+               "nodes": c.nodes, "topology": w.get("topology"), "flit_time_us": w.get("flit_time_us"),
+               "flit_bytes": w.get("flit_bytes"), "startup_flits": w.get("startup_flits", 0.0),
+               "cpu_scale": self.scale, "time": "virtual", "events": self.events}
+        tmp = d / f".rank-{self.rank}.json.tmp"
+        tmp.write_text(json.dumps(doc, separators=(",", ":")))
+        os.replace(tmp, d / f"rank-{self.rank}.json")
+
+
+__all__ = ["LiveTransport"]

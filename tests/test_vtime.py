@@ -1,0 +1,125 @@
+"""Virtual time's decisions (emulator.live.vtime), worked by hand on a mesh:4x4 with one-hop
+neighbours: a message of L flits over d hops is delivered d + L - 1 flit times after it is sent
+(scheduler.network.wormhole), and nobody is answered while a rank that could still send an
+earlier message is computing."""
+from __future__ import annotations
+
+import math
+
+from emulator.live.vtime import COMPUTING, CPU_MARGIN, DONE, WAITING, VirtualTime
+from scheduler.network.driver import Clock, NetworkDriver
+from scheduler.network.wormhole import Wormhole
+
+PER_S = 1e6 / 0.05  # flit times per second at T_t = 0.05 us
+
+
+def s(flits: float) -> float:
+    return flits / PER_S
+
+
+class World:
+    """Ranks 0, 1, 2 of one job on nodes 0, 1, 2 (row 0 of the mesh: 1 hop apart), and a fake
+    CPU reader the test moves."""
+
+    def __init__(self, n=3, pids=(None, None, None)):
+        self.net = Wormhole("mesh:4x4")
+        self.cpu = {}
+        self.vt = VirtualTime(NetworkDriver(self.net, Clock.virtual(PER_S)), self.route, 1.0,
+                              cpu=lambda pid: self.cpu.get(pid))
+        self.job = object()
+        self.vt.start([(self.job, r) for r in range(n)], self.job, list(pids[:n]))
+        self.r = [self.vt.ranks[(self.job, i)] for i in range(n)]
+
+    def route(self, d):
+        src, dst, label = d.tag
+        self.r[src].sent -= 1
+        return [(self.r[dst], (label, d.delivered))]
+
+    def send(self, src, dst, at_flits, flits, label="m"):
+        r = self.r[src]
+        self.vt.report(r, s(at_flits), None)
+        r.sent += 1
+        self.vt.driver.send(src, dst, s(r.vt), (src, dst, label), flits)
+
+    def answers(self):
+        got, dead = self.vt.step()
+        return {r.rank: (round(at, 6), [f for f in frames]) for r, at, frames in got}, dead
+
+
+def test_ping_pong_times_are_the_wormhole_latencies():
+    w = World(2)
+    w.vt.wait(w.r[1], 0.0, None, None, "recv(source=0)")
+    w.send(0, 1, 0, 11)  # 20 bytes at 2 bytes a flit: a header and 10 flits
+    w.vt.wait(w.r[0], 0.0, None, None, "recv(source=1)")
+    got, dead = w.answers()
+    assert got == {1: (11.0, [("m", 11.0)])} and not dead  # 1 hop + 11 - 1
+    w.send(1, 0, 11 + 100, 11)  # it computed 100 flit times, replies
+    w.vt.wait(w.r[1], s(111), None, None, "recv")
+    got, dead = w.answers()
+    assert got == {0: (122.0, [("m", 122.0)])}
+    assert w.r[0].state == COMPUTING and w.r[0].vt == 122.0
+    # both wait again, nothing in flight: a deadlock, naming both
+    w.vt.wait(w.r[0], s(122), None, None, "recv(source=1)")
+    got, dead = w.answers()
+    assert not got and [(j, [r.rank for r in rs]) for j, rs in dead] == [(w.job, [0, 1])]
+
+
+def test_no_answer_while_a_computing_rank_could_still_send_an_earlier_message():
+    w = World(3)
+    w.vt.wait(w.r[1], 0.0, None, None, "recv")
+    w.send(2, 1, 0, 11)  # due at 11
+    w.vt.wait(w.r[2], 0.0, None, None, "recv")
+    got, _ = w.answers()
+    assert got == {}  # rank 0 computes at 0: it could send to 1 before 11
+    w.vt.report(w.r[0], s(9.5), None)  # a one-flit message sent at 9.5 would arrive at 10.5
+    assert w.answers()[0] == {}
+    w.vt.report(w.r[0], s(9.0), None)  # a clock never goes back
+    assert w.r[0].vt == 9.5
+    w.send(0, 1, 9.5, 5)  # rank 0 sends at 9.5: due at 9.5 + 1 + 4 = 14.5, after the first
+    assert w.answers()[0] == {}  # still computing at 9.5: it may send again
+    w.vt.report(w.r[0], s(10.0), None)  # sent at 10, a message could arrive at 11 too: a tie, not certain
+    assert w.answers()[0] == {}
+    w.vt.report(w.r[0], s(10.25), None)  # from 10.25 on, nothing it sends arrives by 11
+    got, _ = w.answers()
+    assert got == {1: (11.0, [("m", 11.0)])}  # only what is due by the answer
+    assert w.r[1].events[0][2] == ("m", 14.5)
+
+
+def test_a_computing_rank_s_bound_grows_with_the_cpu_time_the_host_sees():
+    w = World(2, pids=(101, None))
+    w.send(1, 0, 0, 11)  # rank 1 sends to the computing rank 0 and waits with a timeout
+    w.vt.wait(w.r[1], 0.0, None, s(5000), "sleep")
+    assert w.answers()[0] == {}  # rank 0 (computing at 0) could send to 1 before 5000
+    w.cpu[101] = 1.0
+    w.vt.refresh()  # the first reading: growth counts from here
+    assert w.r[0].vt == 0.0
+    w.cpu[101] = 1.0 + CPU_MARGIN + s(6000)  # 6000 flit times of CPU (beyond the margin)
+    w.vt.refresh()
+    assert math.isclose(w.r[0].vt, 6000.0)
+    got, _ = w.answers()
+    assert got == {1: (5000.0, [])}  # its timeout came first, with nothing for it
+    del w.cpu[101]  # the process is gone: done
+    w.vt.refresh()
+    assert w.r[0].state == DONE
+
+
+def test_a_poll_is_answered_at_the_rank_s_own_clock_with_what_is_due_by_then():
+    w = World(2)
+    w.send(0, 1, 0, 11)
+    w.vt.wait(w.r[0], 0.0, None, None, "recv")
+    w.vt.wait(w.r[1], s(5), None, s(5), "iprobe")  # a poll at 5: the message (due 11) is not there yet
+    got, _ = w.answers()
+    assert got == {1: (5.0, [])} and w.r[1].state == COMPUTING
+    w.vt.wait(w.r[1], s(20), None, s(20), "iprobe")
+    assert w.answers()[0] == {1: (20.0, [("m", 11.0)])}
+    assert w.r[0].state == WAITING
+
+
+def test_deadlock_is_not_reported_while_a_message_is_on_its_way_or_a_rank_computes():
+    w = World(2)
+    w.vt.wait(w.r[0], 0.0, None, None, "recv")
+    assert w.answers()[1] == []  # rank 1 computes
+    w.send(1, 0, 3, 11)
+    w.vt.wait(w.r[1], s(3), None, None, "recv")
+    got, dead = w.answers()
+    assert dead == [] and got == {0: (14.0, [("m", 14.0)])}
