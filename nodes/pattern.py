@@ -113,14 +113,21 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--group", default=None, help="keep sending until every job of this group is done")
+    ap.add_argument("--group-jobs", type=int, default=None,
+                    help="virtual time: the group's jobs start together once this many are in")
     a = ap.parse_args(argv)
     w, h = (int(v) for v in a.shape.lower().split("x"))
     pairs = pattern_pairs(a.pattern, w, h)
-    comm = Comm(sync=True, group=a.group)
+    comm = Comm(sync=True, group=a.group, group_jobs=a.group_jobs if a.group else None)
     if comm.size != w * h:
         print(f"nodes.pattern: the job has {comm.size} ranks, the shape {w}x{h}", file=sys.stderr)
         return 2
-    task = PatternTask(a, comm, pairs)
+    if comm.welcome.get("time") == "virtual":
+        from nodes.vpattern import VirtualPatternTask
+
+        task = VirtualPatternTask(a, comm, pairs)
+    else:
+        task = PatternTask(a, comm, pairs)
     task.run(a.group)
     print(json.dumps(task.report()))
     comm.close()

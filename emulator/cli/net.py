@@ -3,7 +3,8 @@
 * ``mcemu net simulate``: jobs' traffic over the wormhole model (per path, job and channel);
 * ``mcemu net predict``: the dissertation's analytic models for the same jobs;
 * ``mcemu net metrics``: SCL, ICL, internal competing level and congestion, no simulation;
-* ``mcemu net links``: the live cluster's channels (its interconnect), utilization per window.
+* ``mcemu net links``: the live cluster's channels (its interconnect), utilization per window;
+* ``mcemu net replay``: a program's recorded trace on any placement (emulator.sim.replay).
 
 Jobs are ``--job PATTERN[:SHAPE]@PLACE[:KEY=VALUE...]`` (repeatable; see
 :mod:`scheduler.network.layout`) or ``--job-file F.json``. The network model is imported
@@ -213,14 +214,16 @@ def pattern_job(args, request: dict, client) -> tuple[str, float]:
 
 
 def pattern_command(pattern: str, w: int, h: int, mtbs: float, iterations: int, warmup: int, seed: int = 0,
-                    group: str | None = None) -> str:
+                    group: str | None = None, group_jobs: int | None = None) -> str:
     """The command line of the pattern task (nodes.pattern) on every rank of a W x H job;
-    ``group``: its paths keep sending until every job of the group has done its messages."""
+    ``group``: its paths keep sending until every job of the group has done its messages;
+    ``group_jobs``: in virtual time, the group's jobs start together once that many are in."""
     import shlex
 
     return (f"{shlex.quote(sys.executable)} -m nodes.pattern --shape {w}x{h} --pattern {shlex.quote(pattern)}"
             f" --mtbs {mtbs:g} --iterations {iterations} --warmup {warmup} --seed {seed}"
-            + (f" --group {shlex.quote(group)}" if group else ""))
+            + (f" --group {shlex.quote(group)}" if group else "")
+            + (f" --group-jobs {int(group_jobs)}" if group and group_jobs else ""))
 
 
 def links(args) -> int:
@@ -262,6 +265,55 @@ def links(args) -> int:
         t.add_row(ch["channel"], str(ch["from"]), str(ch["to"]), f"{ch['utilization']:.3f}")
     Console().print(t)
     print(f"{doc['messages']} messages delivered, {doc['in_flight']} in flight; dilation {doc['dilation']:g}")
+    return 0
+
+
+def replay(args) -> int:
+    """``mcemu net replay``: a program's trace (scheduler.network.trace) replayed in the simulator
+    on a placement, next to other traffic (emulator.sim.replay)."""
+    from emulator.sim import replay as rp
+    from scheduler.network.trace import load_trace
+    from scheduler.topology import parse_topology
+
+    trace = load_trace(args.trace)
+    if args.mesh and args.topology:
+        raise UsageError("give --mesh WxH or --topology, not both")
+    topo = parse_topology(args.topology or (f"mesh:{args.mesh}" if args.mesh else trace.topology))
+    nodes = rp.place(args.placement, trace, topo, args.seed)
+    bg = [p for i, spec in enumerate(args.background or ()) for p in rp.background(spec, topo, nodes, i)]
+    res = rp.replay(trace, topo, nodes, background=bg, seed=args.seed, length=args.length)
+    if args.out:
+        import csv
+
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(res.messages[0]) if res.messages else ["src"])
+            w.writeheader()
+            w.writerows(res.messages)
+    doc = {"trace": str(args.trace), "job": trace.job, "ranks": trace.size, "recorded_on": trace.topology,
+           "topology": str(topo), "placement": args.placement, "seed": args.seed, "nodes": list(nodes),
+           "elapsed_s": res.elapsed, "ends_s": res.ends, "messages": res.summary,
+           "background": res.background, "recorded": res.recorded}
+    if args.json:
+        print_json(doc)
+        return 0
+    s = res.summary
+    print(f"job {trace.job}: {trace.size} ranks recorded on {trace.topology} ({trace.time} time), "
+          f"replayed on {topo}, placement {args.placement} (seed {args.seed})")
+    rows = [("elapsed", f"{res.elapsed:.6g} s"), ("messages", s["messages"])]
+    if s["count"]:
+        rows += [("mean delay", f"{s['mean_delay_us']:.3f} us"), ("p95 delay", f"{s['p95_delay_us']:.3f} us"),
+                 ("mean contention", f"{s['mean_contention_us']:.3f} us"), ("slowdown", f"{s['slowdown']:.3f}")]
+    if res.background:
+        b = res.background
+        rows.append(("other traffic", f"{b['paths']} paths, {b['messages']} messages, mean delay "
+                                      + ("-" if b["mean_delay_us"] is None else f"{b['mean_delay_us']:.3f} us")))
+    for k, v in rows:
+        print(f"  {k:<16} {v}")
+    print(f"  {'RANK':>6} {'NODE':>6}  END (s)")
+    for r, (n, end) in enumerate(zip(nodes, res.ends)):
+        print(f"  {r:>6} {n:>6}  {end:.6g}")
+    if res.recorded is not None:
+        print(f"replay vs live: max difference {100 * res.recorded['max']:.3g} %")
     return 0
 
 
@@ -309,4 +361,23 @@ def add_commands(sub) -> None:
     li.add_argument("--json", action="store_true", help="print one JSON document")
     li.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the interconnect")
     li.set_defaults(func=links)
+    rp = nsub.add_parser("replay", help="replay a program's trace in the simulator on any placement",
+                         description="Replays a trace recorded by a program run (a directory "
+                                     "$MCEMU_HOME/traces/job-<id> or one merged JSON file) on a mesh or "
+                                     "hypercube, its ranks on contiguous, scattered or given nodes, next to "
+                                     "other traffic: elapsed time, message delays, per-rank ends.")
+    rp.add_argument("trace", help="a trace directory (rank-<r>.json files) or a merged JSON file")
+    rp.add_argument("--mesh", default=None, metavar="WxH", help="a W x H mesh (default: the recorded topology)")
+    rp.add_argument("--topology", default=None, help="mesh:WxH or hypercube:N (instead of --mesh)")
+    rp.add_argument("--placement", default="contiguous", metavar="contiguous|scattered|FILE",
+                    help="the recorded nodes (or a first-fit submesh / buddy subcube on another machine), "
+                         "a seeded random set of nodes, or a JSON list of node ids, one per rank (contiguous)")
+    rp.add_argument("--seed", type=int, default=0, help="seed of --placement scattered and of the other traffic (0)")
+    rp.add_argument("--background", action="append", metavar="PATTERN[:MTBS]",
+                    help="other traffic: a pattern on the nodes the program does not use, MTBS in us (e.g. "
+                         "all-to-all:25), or a --job spec (transpose:4x4@4,0:mtbs=25); repeatable")
+    rp.add_argument("--length", type=int, default=500, help="the other traffic's message length in flits (500)")
+    rp.add_argument("--out", metavar="CSV", help="write every program message (ranks, bytes, hops, times) to CSV")
+    rp.add_argument("--json", action="store_true", help="print one JSON document")
+    rp.set_defaults(func=replay)
     net.set_defaults(func=lambda args: (net.print_help(), 2)[1])

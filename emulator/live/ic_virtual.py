@@ -38,18 +38,38 @@ class VirtualMode:
         self.vt = VirtualTime(self.driver, self._route, self.cpu_scale)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
         self.failed: set = set()
+        self.ready: dict = {}  # group -> its jobs whose ranks are all in, waiting for the others (group_jobs)
         self._refresh = None
 
     # ------------------------------------------------------------------ tasks
 
     def hello(self, j, ident, m) -> None:
-        """Every rank's welcome when the last rank is in (vt0: the frontier)."""
+        """Every rank's welcome when the last rank is in (vt0: the frontier); with ``group_jobs``,
+        when that many jobs of its group are all in: they start together (a chapter-6 pair)."""
         self.pids[(j, m["rank"])] = m.get("pid")
         j.waiting.append((ident, m["rank"]))
         if len(j.ranks) < j.size:
             return
+        want = m.get("group_jobs")
+        if j.group is not None and want:
+            ready = self.ready.setdefault(j.group, [])
+            ready.append(j)
+            if len(ready) < want:
+                return
+            starting = self.ready.pop(j.group)
+        else:
+            starting = [j]
+        vt0 = None
+        for job in starting:
+            vt0 = self._start(job, vt0)
+
+    def _start(self, j, vt0):
         ranks = sorted(j.ranks)
-        vt0 = self.vt.start([(j, r) for r in ranks], j, [self.pids.pop((j, r), None) for r in ranks])
+        t = self.vt.start([(j, r) for r in ranks], j, [self.pids.pop((j, r), None) for r in ranks])
+        if vt0 is not None:  # a group's jobs: the first one's start
+            for r in ranks:
+                self.vt.ranks[(j, r)].vt = vt0
+        vt0 = t if vt0 is None else vt0
         net = self.net
         for who, rank in j.waiting:
             self.ic._send(who, P.encode_unchecked(
@@ -57,6 +77,20 @@ class VirtualMode:
                 length_flits=net.length, time="virtual", vt0=self.vt.seconds(vt0), flit_bytes=self.flit_bytes,
                 cpu_scale=self.cpu_scale, topology=self.ic.cfg["topology"], startup_flits=net.startup))
         j.waiting.clear()
+        return vt0
+
+    def barrier(self, j, rank, ident, m) -> None:
+        """A rank enters its job's (or its group's) next barrier at its clock: done, in virtual
+        time, at the latest entry (emulator.live.vtime)."""
+        r = self.rank(j, rank)
+        if r is None:
+            return self.ic._error(ident, "not-started", "the job's ranks have not all said hello", m["id"])
+        group, ranks = m.get("group"), self.vt.ranks
+        if group is None:
+            key, members = j, (lambda: [x for x in ranks.values() if x.job is j])
+        else:
+            key, members = group, (lambda: [x for x in ranks.values() if x.job.group == group])
+        self.vt.enter(r, m.get("vt", 0.0), key, members, P.encode_unchecked("ok", id=m["id"], data=None))
 
     def rank(self, j, rank):
         return self.vt.ranks.get((j, rank))
@@ -72,7 +106,7 @@ class VirtualMode:
         ic = self.ic
         ic._tag += 1
         ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True),
-                            bool(m.get("notice")), nbytes or 0)
+                            bool(m.get("notice")), nbytes or 0, length)
         r.sent += 1
         self.driver.send(j.nodes[rank], dst, self.vt.seconds(r.vt), ic._tag, length)
 
@@ -89,6 +123,10 @@ class VirtualMode:
 
     def ended(self, j) -> None:
         self.vt.forget(j)
+        self.failed.discard(j)
+        for jobs in self.ready.values():
+            if j in jobs:
+                jobs.remove(j)
 
     # ------------------------------------------------------------------ the model
 
@@ -96,14 +134,14 @@ class VirtualMode:
         """Whom delivery ``d`` concerns: [(VRank, frame)] (the receiver's message, the sender's
         notice when asked for)."""
         ic = self.ic
-        j, rank, to, sender, rid, data, measured, notice, nbytes = ic.msgs.pop(d.tag)
+        j, rank, to, sender, rid, data, measured, notice, nbytes, length = ic.msgs.pop(d.tag)
         src = self.rank(j, rank)
         if src is not None:
             src.sent -= 1
         dst = self.rank(j, to)
         if dst is None or ic.jobs.jobs.get(j.id) is not j:
             return []
-        delay = self.net.us(self.driver.record(j.stats, d, measured))
+        delay = self.net.us(self.driver.record(j.stats, d, measured, length))
         j.stats.bytes += nbytes
         j.dirty = True
         due = self.vt.seconds(d.delivered)
@@ -121,7 +159,7 @@ class VirtualMode:
                 continue
             for f in frames:
                 ic._send(ident, f)
-            ic._send(ident, P.encode_unchecked("net_go", vt=self.vt.seconds(at)))
+            ic._send(ident, P.encode_unchecked("net_go", vt=self.vt.answer_s(r, at)))
         for j, waiting in dead:
             if j not in self.failed:
                 self._deadlock(j, waiting)

@@ -10,8 +10,10 @@ notice to the sender (``net_delivered``), so a path loop can wait for its delive
 AHEAD early, with the due time, which nodes.comm waits for before handing them over). Time:
 one network microsecond is ``net_dilation`` wall microseconds (a flit of 0.05 us cannot be
 timed by processes); the model's flit time, message length and start-up are its defaults, the
-same as ``mcemu net simulate``'s. Every message is one packet of L flits in the model whatever
-its byte count (the text's fixed-length messages).
+same as ``mcemu net simulate``'s. A pattern job's message is one packet of L flits (the text's
+fixed-length messages); a program's (nodes.mpi, which says ``nbytes``) is a header plus
+ceil(nbytes / --flit-bytes) flits. With ``--net-time virtual`` the model runs on the ranks'
+clocks instead of the wall's: emulator.live.ic_virtual.
 
 A job becomes known with its tasks' first hello (emulator.live.netjobs: ordered membership);
 its end and the down nodes come from the daemon's PUB events. It reports each job's
@@ -89,6 +91,7 @@ class Interconnect:
         self.kernel = kernel if kernel is not None else Kernel(precise=True)
         self.net = net = Wormhole(cfg["topology"])  # the model's defaults: `mcemu net simulate`'s
         self.dilation = float(cfg["net_dilation"])
+        self.flit_bytes = int(cfg.get("flit_bytes") or 2)
         # --net-time virtual: the ranks' clocks, not the wall's (emulator.live.ic_virtual)
         self.virtual = VirtualMode(self, net, cfg) if cfg.get("net_time") == "virtual" else None
         self.driver = (self.virtual.driver if self.virtual else
@@ -189,12 +192,14 @@ class Interconnect:
             return self._error(ident, "no-hello", "say net_hello (job, attempt, rank) before a barrier", m["id"])
         j, rank = had
         group = m.get("group")
+        if group is not None and group != j.group:
+            return self._error(ident, "bad-group", f"job {j.id}'s tasks said hello in group {j.group!r}, "
+                                                   f"not {group!r}", m["id"])
+        if self.virtual:
+            return self.virtual.barrier(j, rank, ident, m)
         if group is None:
             done = [(j, r, rid) for r, rid in j.enter_barrier(rank, m["id"]) or ()]
         else:
-            if group != j.group:
-                return self._error(ident, "bad-group", f"job {j.id}'s tasks said hello in group {j.group!r}, "
-                                                       f"not {group!r}", m["id"])
             j.gbarrier.setdefault(rank, []).append(m["id"])
             done = self.jobs.group_barrier(group)
         self._answer(done)
@@ -218,8 +223,10 @@ class Interconnect:
         if self.virtual:
             return self.virtual.send(j, rank, ident, m, dst)
         self._tag += 1
-        self.msgs[self._tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True))
-        self.driver.send(j.nodes[rank], dst, now, self._tag)
+        nbytes = m.get("nbytes")  # a program's message (nodes.mpi): its size; a pattern's: the text's L
+        length = None if nbytes is None else 1 + -(-nbytes // self.flit_bytes)
+        self.msgs[self._tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True), length)
+        self.driver.send(j.nodes[rank], dst, now, self._tag, length)
 
     def on_clock(self, ident, t, m):
         """``net_wait`` / ``net_bye``: a rank's clock in virtual time (emulator.live.ic_virtual)."""
@@ -247,14 +254,14 @@ class Interconnect:
     def release(self, now: float) -> None:
         driver, net, down, running = self.driver, self.net, self.jobs.down, self.jobs.jobs
         for due, d in driver.due(now + AHEAD):
-            j, rank, to, sender, rid, data, measured = self.msgs.pop(d.tag)
+            j, rank, to, sender, rid, data, measured, length = self.msgs.pop(d.tag)
             if running.get(j.id) is not j:
                 continue  # the job ended (or was requeued) while the message was in flight
             if j.nodes[to] in down:
                 self._error(sender, "node-down", f"rank {to} of job {j.id} is on node {j.nodes[to]}, which "
                                                  f"went down before delivery", rid)
                 continue
-            delay = net.us(driver.record(j.stats, d, measured))
+            delay = net.us(driver.record(j.stats, d, measured, length))
             j.stats.bytes += len(data)
             j.dirty = True
             frame = P.encode_unchecked("net_msg", source=rank, data=data, due=due)
@@ -322,10 +329,20 @@ class Interconnect:
         k.every(LINK_WINDOW, self.links.roll)
         for s in (signal.SIGTERM, signal.SIGINT):
             k.on_signal(s, k.stop)
+        k.on_signal(signal.SIGUSR1, self._dump)
         try:
             k.run()
         finally:
             k.close()
+
+    def _dump(self):  # DEBUG
+        v = self.virtual
+        if v:
+            for r in v.vt.ranks.values():
+                log.info("rank %s/%s state %s vt %s until %s events %s sent %s bound %s", r.job.id, r.rank, r.state, r.vt,
+                         r.until, [e[0] for e in r.events], r.sent, r.bound())
+            log.info("barriers %s model next %s now %s msgs %d", {str(k): len(b[0]) for k, b in v.vt.barriers.items()},
+                     self.net.next_time(), self.net.now, len(self.msgs))
 
     def _drain_events(self):
         while self.sub.poll(0):

@@ -259,7 +259,7 @@ SCHEMAS: dict[str, dict] = {
     "net_bye": {"vt": (_num(0, 1e12), R)},
     "net_go": {"vt": (_num(), R)},
     "net_links": {"id": (REQ_ID, R)},
-    "net_barrier": {"id": (REQ_ID, R), "group": (_str(64, empty=False), O)},
+    "net_barrier": {"id": (REQ_ID, R), "group": (_str(64, empty=False), O), "vt": (_num(0, 1e12), O)},
     "net_welcome": {"job": (JOB, R), "rank": (RANK, R), "size": (_int(1, MAX_NODE), R),
                     "dilation": (_num(1e-6, 1e12), R), "flit_time_us": (_num(1e-9, 1e6), R),
                     "length_flits": (_int(1, 1 << 30), R), "time": (_str(16), O), "vt0": (_num(), O),

@@ -57,7 +57,8 @@ def read_cpu(pid: int) -> float | None:
 class VRank:
     """One rank's clock as the interconnect knows it (times in flit times)."""
 
-    __slots__ = ("key", "job", "rank", "state", "vt", "cpu", "pid", "until", "what", "events", "sent", "gone")
+    __slots__ = ("key", "job", "rank", "state", "vt", "cpu", "pid", "until", "until_s", "what", "events", "sent",
+                 "gone")
 
     def __init__(self, key, job, rank: int, pid: int | None):
         self.key, self.job, self.rank, self.pid = key, job, rank, pid
@@ -65,6 +66,7 @@ class VRank:
         self.vt = 0.0
         self.cpu: float | None = None  # host CPU seconds at ``vt``; None: not known (the bound does not grow)
         self.until = INF
+        self.until_s = None  # ``until`` as the rank said it, in seconds: an answer then is that very number
         self.what = ""
         self.events: list = []  # (due, seq, frame): deliveries and notices for it, certain, not handed over
         self.sent = 0  # its messages still in the model
@@ -95,6 +97,9 @@ class VirtualTime:
         self.ranks: dict = {}
         self.released = 0.0  # the latest answer: a job that starts now starts here
         self._seq = 0
+        # barriers entered and not complete: key (a job, or a group's name) -> ({VRank: (entry, frame)},
+        # members: () -> the VRanks that must enter)
+        self.barriers: dict = {}
 
     # ------------------------------------------------------------------ ranks
 
@@ -109,12 +114,58 @@ class VirtualTime:
     def forget(self, job) -> None:
         for key in [k for k, r in self.ranks.items() if r.job is job]:
             del self.ranks[key]
+        self.barriers.pop(job, None)
+        for key in list(self.barriers):  # a group's barrier may wait for this job no longer
+            self._complete(key)
+
+    # ------------------------------------------------------------------ barriers
+
+    def enter(self, r: VRank, vt_s: float, key, members, frame) -> None:
+        """``r`` enters its next barrier ``key`` (its job, or a group of jobs) at its clock and
+        goes on computing (an ibarrier); ``members()``: the ranks that must enter. The barrier
+        completes at the latest entry: ``frame`` becomes an event of ``r`` then. Until it
+        completes, no waiting member is answered at or after the earliest time it could complete
+        (the latest entry so far, or a rank not in yet's bound)."""
+        self.report(r, vt_s, r.cpu)
+        entered, _ = self.barriers.setdefault(key, ({}, members))
+        entered[r] = (r.vt, frame)
+        self._complete(key)
+
+    def _complete(self, key) -> None:
+        entered, members = self.barriers[key]
+        ms = members()
+        if not all(m in entered for m in ms):
+            return
+        del self.barriers[key]
+        at = max((t for t, _ in entered.values()), default=0.0)
+        for m, (_, frame) in entered.items():
+            self._seq += 1
+            heappush(m.events, (at, self._seq, frame))
+
+    def _barrier_bounds(self) -> dict:
+        """Waiting members of an incomplete barrier -> the earliest time it can complete."""
+        out = {}
+        for entered, members in self.barriers.values():
+            at = max(t for t, _ in entered.values())
+            for m in members():
+                if m not in entered:
+                    b = m.bound()
+                    at = b if b > at else at
+            for m in entered:
+                out[m] = at
+        return out
 
     def flits(self, seconds: float) -> float:
         return self.clock.flits(seconds)
 
     def seconds(self, flits: float) -> float:
         return self.clock.time(flits)
+
+    def answer_s(self, r: VRank, at: float) -> float:
+        """An answer's time in the rank's seconds: at its ``until``, the number it gave (seconds to
+        flit times and back need not round-trip, and a rank that woke a hair before the time it
+        asked for would ask again for ever)."""
+        return r.until_s if r.until_s is not None and at == r.until else self.clock.time(at)
 
     def report(self, r: VRank, vt_s: float, cpu: float | None) -> None:
         """A frame of ``r`` stamped with its clock (seconds) and CPU time: it is computing."""
@@ -128,6 +179,7 @@ class VirtualTime:
         self.report(r, vt_s, cpu)
         r.state = WAITING
         r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
+        r.until_s = until_s if until_s is not None and r.until == self.flits(until_s) else None
         r.what = what
 
     def bye(self, r: VRank, vt_s: float) -> None:
@@ -194,6 +246,7 @@ class VirtualTime:
                 second = b
         nt = self.net.next_time()
         model = INF if nt is None else nt
+        barrier = self._barrier_bounds() if self.barriers else {}
         out = []
         for r in self.ranks.values():
             if r.state != WAITING:
@@ -202,6 +255,8 @@ class VirtualTime:
             if r.events and r.events[0][0] < a:
                 a = r.events[0][0]
             if a == INF or a > model or a >= (second if r is who else first) + self.minlat:
+                continue
+            if r in barrier and a >= barrier[r]:
                 continue
             frames = []
             while r.events and r.events[0][0] <= a:
@@ -233,7 +288,8 @@ class VirtualTime:
         for job, rs in jobs.items():
             live = [r for r in rs if r.state != DONE]
             if live and all(r.state == WAITING and r.until == INF and not r.events for r in live) \
-                    and not any(r.sent for r in rs):
+                    and not any(r.sent for r in rs) and not any(r in b[0] for b in self.barriers.values()
+                                                                  for r in live):
                 out.append((job, sorted(live, key=lambda r: r.rank)))
         return out
 

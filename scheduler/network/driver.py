@@ -154,15 +154,15 @@ class NetworkDriver:
             out.append((due, d))
         return out
 
-    def free(self, hops: int) -> float:
-        """The contention-free latency of a message over ``hops`` channels (flit times):
-        start-up, header, tail (NETWORK.md 1.2 item 5)."""
-        return self.net.startup + hops + self.reach
+    def free(self, hops: int, length: int | None = None) -> float:
+        """The contention-free latency of a message of ``length`` flits (default L) over ``hops``
+        channels (flit times): start-up, header, tail (NETWORK.md 1.2 item 5)."""
+        return self.net.startup + hops + (self.reach if length is None else length - 1)
 
-    def record(self, stats: MessageStats, d: Delivery, measured: bool = True) -> float:
-        """Count delivery ``d`` in ``stats``; its delay (flit times)."""
+    def record(self, stats: MessageStats, d: Delivery, measured: bool = True, length: int | None = None) -> float:
+        """Count delivery ``d`` (of ``length`` flits, default L) in ``stats``; its delay (flit times)."""
         delay = d.delivered - d.sent
-        stats.add(delay, self.free(d.hops), d.delivered, measured)
+        stats.add(delay, self.free(d.hops, length), d.delivered, measured)
         return delay
 
 
