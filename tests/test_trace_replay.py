@@ -179,3 +179,22 @@ def test_placements_are_checked():
         with pytest.raises(TraceError, match=message):
             replay(trace, "mesh:4x4", bad)
     assert math.isfinite(replay(trace, "hypercube:4", contiguous(trace, "hypercube:4")).elapsed)
+
+
+def test_mcemu_net_replay(tmp_path, capsys):
+    from emulator.cli import main
+
+    lat = (6 + 101 - 1) * FLIT_S
+    dump(make([0, 15], ping_pong(2, 800, 2e-6, lat)), tmp_path / "t.json")
+    assert main(["net", "replay", str(tmp_path / "t.json"), "--out", str(tmp_path / "m.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "replayed on mesh:4x4, placement contiguous" in out and "replay vs live: max difference 0.000 %" in out
+    assert len((tmp_path / "m.csv").read_text().splitlines()) == 1 + 4
+    (tmp_path / "p.json").write_text("[[0, 0], [1, 0]]")
+    assert main(["net", "replay", str(tmp_path / "t.json"), "--mesh", "8x8", "--placement", str(tmp_path / "p.json"),
+                 "--background", "ring:50", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["nodes"] == [0, 1] and doc["recorded"] is None and doc["background"]["paths"] == 62
+    assert doc["messages"]["count"] == 4 and doc["elapsed_s"] > 2 * (2e-6 + 2 * 2 * FLIT_S)
+    assert main(["net", "replay", str(tmp_path / "t.json"), "--placement", "scattered", "--background", "x:1"]) == 2
+    assert "unknown pattern 'x'" in capsys.readouterr().err

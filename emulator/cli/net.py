@@ -313,7 +313,7 @@ def replay(args) -> int:
     for r, (n, end) in enumerate(zip(nodes, res.ends)):
         print(f"  {r:>6} {n:>6}  {end:.6g}")
     if res.recorded is not None:
-        print(f"replay vs live: max difference {100 * res.recorded['max']:.3g} %")
+        print(f"replay vs live: max difference {100 * res.recorded['max']:.3f} %")
     return 0
 
 

@@ -297,6 +297,50 @@ def scattered(trace: Trace, topology: Topology | str, seed: int = 0) -> tuple[in
     return tuple(random.Random(seed).sample(range(topo.size), trace.size))
 
 
+def place(how: str, trace: Trace, topology: Topology | str, seed: int = 0) -> tuple[int, ...]:
+    """``contiguous``, ``scattered`` (seeded) or a JSON file listing one node per rank (ids, or
+    ``[x, y]`` on a mesh; a list or ``{"nodes": [...]}``)."""
+    import json
+
+    topo = parse_topology(topology)
+    if how == "contiguous":
+        return contiguous(trace, topo)
+    if how == "scattered":
+        return scattered(trace, topo, seed)
+    try:
+        with open(how) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise TraceError(f"placement: contiguous, scattered or a JSON file of node ids: {e}") from None
+    except ValueError as e:
+        raise TraceError(f"placement {how}: not JSON: {e}") from None
+    nodes = doc.get("nodes") if isinstance(doc, dict) else doc
+    if not isinstance(nodes, list):
+        raise TraceError(f"placement {how}: a JSON list of node ids, one per rank")
+    try:
+        return tuple(topo.node(*n) if isinstance(n, list) and topo.kind == "mesh" else n for n in nodes)
+    except (TypeError, ValueError) as e:
+        raise TraceError(f"placement {how}: {e}") from None
+
+
+def background(spec: str, topology: Topology | str, used, index: int = 0) -> list[Path]:
+    """Other traffic: ``PATTERN[:MTBS]`` (microseconds) on the nodes not in ``used``
+    (:func:`free_paths`), or a job as ``mcemu net simulate --job`` writes it
+    (``PATTERN:SHAPE@PLACE[:mtbs=US]``, scheduler.network.layout)."""
+    from scheduler.network.layout import parse_job
+
+    if "@" in spec:
+        return parse_job(spec, topology, index).paths
+    pattern, _, mtbs = spec.partition(":")
+    try:
+        mtbs_us = float(mtbs or 0.0)
+    except ValueError:
+        raise TraceError(f"background {spec!r}: PATTERN[:MTBS] (MTBS in microseconds)") from None
+    if not 0 <= mtbs_us < INF:
+        raise TraceError(f"background {spec!r}: MTBS must be microseconds >= 0")
+    return free_paths(pattern, mtbs_us, topology, used, name=f"background{index}")
+
+
 def free_paths(pattern: str, mtbs: float, topology: Topology | str, used, name: str = "background") -> list[Path]:
     """Pattern ``pattern`` on the nodes not in ``used`` (in increasing id order): as a row of
     them, or, for a pattern that needs a square job, on the largest square of them."""
@@ -313,4 +357,5 @@ def free_paths(pattern: str, mtbs: float, topology: Topology | str, used, name: 
     return [Path(free[s], free[d], float(mtbs), name) for s, d in pairs]
 
 
-__all__ = ["ReplayResult", "check_placement", "compare", "contiguous", "free_paths", "replay", "scattered"]
+__all__ = ["ReplayResult", "background", "check_placement", "compare", "contiguous", "free_paths", "place", "replay",
+           "scattered"]
