@@ -16,7 +16,7 @@ import threading
 
 from emulator.jsonable import jsonable
 
-COMMAND_MODULES = ["emulator.cli.policies", "emulator.cli.simulate", "emulator.cli.cluster",
+COMMAND_MODULES = ["emulator.cli.policies", "emulator.cli.simulate", "emulator.cli.cluster", "emulator.cli.run",
                    "emulator.cli.monitor", "emulator.cli.reproduce", "emulator.cli.sweep",
                    "emulator.cli.net"]
 

@@ -1,0 +1,239 @@
+"""``mcemu run``: run a program on the live cluster in the foreground, as ``srun`` / ``mpiexec`` do.
+
+``mcemu run -n 16 [--shape 4x4 | --cube 4] python prog.py ARGS`` submits a command job (the
+program and its arguments, shell-quoted: ``mcemu submit --command`` runs the same in the
+background; emulator.cli.jobs), waits for it to start, streams its ranks' output to the
+terminal as they write it (``--label``: each line prefixed ``RANK: ``, as ``srun --label``),
+and exits with the job's status: 0 when it completed; a failing rank's exit status (128 + N
+for a rank killed by signal N) where it is known, else 1; 130 after Ctrl-C, which cancels the
+job (so do SIGTERM and SIGHUP).
+
+**Output.** Every rank's stdout and stderr go to one file on its node,
+``$MCEMU_HOME/output/job<ID>.<RANK>.out`` (nodes.spawn); this command follows those files, so it
+streams the output of the nodes of this host (``mcemu up``'s; a node agent started elsewhere
+with ``mcemu node`` writes on its own host). The program runs with ``PYTHONUNBUFFERED=1``:
+a Python rank's lines appear as it prints them, not when its buffer fills. A requeued job (a
+node died) starts its files afresh; the lines of the new attempt follow.
+
+**Time limit.** The daemon's policies want a run time; a program's is ``--time`` seconds
+(:data:`DEFAULT_TIME`, an hour, by default), converted to the cluster's time unit. This command
+cancels the job when it has run that long (the daemon itself does not end a command job).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+from emulator.cli import UsageError
+from emulator.cli._client import client_options, connect, ranges
+from emulator.cli.jobs import _parse_request
+from emulator.cli.lifecycle import FINISHED
+from emulator.live import home as homemod
+
+DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
+POLL = 0.1  # seconds between two looks at the job and its output files
+
+
+class Output:
+    """The ranks' output files of one job, followed: each poll writes their new complete lines
+    (``label``: prefixed ``RANK: ``) to ``sink``, rank by rank."""
+
+    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None):
+        self.outdir, self.job, self.label = outdir, job, label
+        self.sink = sink or sys.stdout.buffer
+        self.at: dict[int, int] = {}  # rank -> bytes read
+        self.partial: dict[int, bytes] = {}  # rank -> an unfinished last line
+
+    def poll(self, ranks: int, final: bool = False) -> None:
+        if self.outdir is None:
+            return
+        wrote = False
+        for r in range(ranks):
+            data = self._read(r)
+            if final and self.partial.get(r):
+                data += b"\n"
+            if not data:
+                continue
+            lines = data.split(b"\n")
+            self.partial[r] = lines.pop()
+            prefix = f"{r}: ".encode() if self.label else b""
+            self.sink.write(b"".join(prefix + line + b"\n" for line in lines))
+            wrote = True
+        if wrote:
+            self.sink.flush()
+
+    def _read(self, rank: int) -> bytes:
+        path = self.outdir / f"job{self.job}.{rank}.out"
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < self.at.get(rank, 0):  # truncated: a new attempt's file
+                    self.at[rank], self.partial[rank] = 0, b""
+                f.seek(self.at.get(rank, 0))
+                data = f.read()
+        except FileNotFoundError:
+            return b""
+        self.at[rank] = self.at.get(rank, 0) + len(data)
+        return self.partial.get(rank, b"") + data
+
+
+def _request(args) -> dict:
+    """``-n`` alone asks for that many nodes; with ``--shape``/``--cube`` it must agree."""
+    if args.nodes is None and args.shape is None and args.cube is None:
+        raise UsageError("give -n N (and optionally --shape WxH or --cube D)")
+    if args.nodes is not None and args.nodes < 1:
+        raise UsageError(f"-n must be >= 1, got {args.nodes}")
+    request = _parse_request(args)
+    size = (1 << request["cube"] if "cube" in request else
+            request["shape"][0] * request["shape"][1] if "shape" in request else request["nodes"])
+    if args.nodes is not None and args.nodes != size:
+        raise UsageError(f"-n {args.nodes} but {'--cube' if 'cube' in request else '--shape'} asks for {size} nodes")
+    return request
+
+
+def _name(program: list[str]) -> str:
+    """The job's name: the script's (``python prog.py`` -> prog.py), else the program's."""
+    script = next((a for a in program[1:] if a.endswith(".py")), None)
+    return os.path.basename(script or program[0])
+
+
+def _outdir(args) -> Path | None:
+    """Where this host's nodes write the ranks' output (None: a daemon of another host)."""
+    ep = args.connect or ""
+    if not ep:
+        return homemod.home_dir() / "output"
+    if ep.startswith("ipc://") and ep.endswith("/daemon.sock"):
+        return Path(ep[len("ipc://"):]).parent / "output"
+    return None
+
+
+def cmd_run(args) -> int:
+    from emulator.live.client import DaemonError  # lazy: see emulator.cli.jobs
+
+    if not args.program:
+        raise UsageError("no program to run: mcemu run -n N PROGRAM [ARGS...]")
+    if not args.time > 0:
+        raise UsageError(f"--time must be > 0 seconds, got {args.time}")
+    request = _request(args)
+    command = "PYTHONUNBUFFERED=1 " + shlex.join(args.program)
+    with connect(args) as c:
+        unit = float(c.status()["config"]["time_unit"])
+        try:
+            jid = c.submit(request, args.time / unit, args.name or _name(args.program), command)
+        except DaemonError as e:
+            raise UsageError(str(e)) from None
+        note = (lambda msg: print(f"mcemu run: {msg}", file=sys.stderr, flush=True))
+        if args.verbose:
+            note(f"job {jid} submitted: {shlex.join(args.program)}")
+        outdir = _outdir(args)
+        if outdir is None:
+            note(f"the ranks' output stays on the nodes' host (job{jid}.RANK.out in their output directory)")
+        out = Output(outdir, jid, args.label)
+        job = None
+        try:
+            job = _follow(c, jid, out, args, note)
+        except KeyboardInterrupt:
+            _cancel(c, jid, note, "cancelled (Ctrl-C)")
+            job = {"state": "cancelled", "interrupted": True}
+        finally:
+            if job is None:  # SIGTERM, SIGHUP, a lost daemon: the job does not outlive its command
+                _cancel(c, jid, note, "cancelled")
+    return _exit_status(job, jid, note)
+
+
+def _follow(c, jid: int, out: Output, args, note) -> dict:
+    """Poll the job (as ``mcemu wait`` does) and its output until it ends; the job's record."""
+    from emulator.live.client import ClientTimeout  # lazy: see emulator.cli.jobs
+
+    state, started, silent = None, None, False
+    ranks = 0
+    while True:
+        try:
+            job = c.queue(jobs=[jid])["jobs"][0]
+            silent = False
+        except ClientTimeout:
+            if not silent:
+                note("the daemon does not answer (restarting?); still waiting")
+                silent = True
+            time.sleep(POLL)
+            continue
+        ranks = max(ranks, len(job.get("nodes") or ()))
+        if job["state"] != state:
+            state = job["state"]
+            if state == "running" and started is None:
+                started = time.monotonic()
+            if args.verbose and state not in FINISHED:
+                on = f" on nodes {ranges(job['nodes'])}" if job.get("nodes") else ""
+                note(f"job {jid} {state}{on}" + (f" ({job['reason']})" if job.get("reason") else ""))
+        out.poll(ranks, final=state in FINISHED)
+        if state in FINISHED:
+            return job
+        if started is not None and time.monotonic() - started > args.time:
+            _cancel(c, jid, note, f"reached its time limit (--time {args.time:g} s) and was cancelled")
+            out.poll(ranks, final=True)
+            return {"state": "cancelled", "timed_out": True}
+        time.sleep(POLL)
+
+
+def _cancel(c, jid: int, note, what: str) -> None:
+    """Cancel the job (a second Ctrl-C meanwhile is ignored: the job must not outlive us)."""
+    from emulator.live.client import ClientTimeout, DaemonError  # lazy: see emulator.cli.jobs
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    try:
+        c.cancel(jid)
+        note(f"job {jid} {what}")
+    except (DaemonError, ClientTimeout) as e:  # it ended meanwhile, or the daemon is gone
+        note(f"job {jid}: could not cancel it: {e}")
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _exit_status(job: dict, jid: int, note) -> int:
+    """0 completed; 130 after Ctrl-C; a failing rank's status (128 + N: killed by signal N)
+    where known, else 1."""
+    if job.get("interrupted"):
+        return 130
+    if job["state"] == "completed":
+        return 0
+    statuses = job.get("exit") or []
+    bad = next(((r, s) for r, s in enumerate(statuses) if s), None)
+    if not job.get("timed_out"):
+        why = job.get("reason") or (f"rank {bad[0]} exited with {bad[1]}" if bad else "")
+        note(f"job {jid} {job['state']}" + (f": {why}" if why else ""))
+    if bad is None:
+        return 1
+    return bad[1] if bad[1] > 0 else 128 - bad[1]
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("run", help="run a program on the cluster in the foreground (like srun / mpiexec)",
+                       description="Submit PROGRAM ARGS as a job of N ranks, stream the ranks' output as they "
+                                   "write it, and exit with the job's status (0 completed, a failing rank's "
+                                   "status, 130 after Ctrl-C, which cancels the job). Every rank runs the same "
+                                   "command; mpi4py programs find their rank through MPI.COMM_WORLD.",
+                       epilog="e.g. mcemu run -n 16 --shape 4x4 python prog.py 100")
+    p.add_argument("-n", "--ntasks", dest="nodes", type=int, metavar="N", help="ranks (one per node)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--shape", help="a WxH submesh (on a mesh)")
+    g.add_argument("--cube", type=int, metavar="D", help="a D-cube (on a hypercube)")
+    p.add_argument("--label", "-l", action="store_true", help="prefix each output line with its rank: 'RANK: '")
+    p.add_argument("--time", type=float, default=DEFAULT_TIME, metavar="SECONDS",
+                   help=f"time limit: the run time the policies plan with; the job is cancelled when it has "
+                        f"run this long ({DEFAULT_TIME:g})")
+    p.add_argument("--name", help="job name (default: the script's or the program's)")
+    p.add_argument("--verbose", "-v", action="store_true", help="say when the job is queued, starts and ends")
+    client_options(p, json=False)
+    p.add_argument("program", nargs="...", metavar="PROGRAM [ARGS ...]", help="the command every rank runs")
+    p.set_defaults(func=cmd_run)

@@ -1,0 +1,102 @@
+"""``mcemu run`` on a live cluster, as a user runs it: the ranks' output streamed while they run
+(rank-labelled on request), a failing rank's exit status passed on, Ctrl-C cancelling the job."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import wait_for
+
+pytestmark = pytest.mark.live
+
+UP_2x2 = ("--topology", "mesh:2x2", "--allocator", "first-fit", "--scheduler", "fcfs")
+
+# each rank says hello, waits for the test's go (a file), says bye on stderr, exits with FAIL's status
+PROG = """\
+import os, sys, time
+r = int(os.environ["MCEMU_RANK"])
+print("hello", r)
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+print("bye", r, file=sys.stderr)
+sys.exit(int(sys.argv[2]) if r == int(sys.argv[3]) else 0)
+"""
+
+
+class Run:
+    """``mcemu run ARGS`` as a subprocess of the cluster's environment, its stdout collected
+    line by line as it comes."""
+
+    def __init__(self, cluster, *args):
+        self.p = subprocess.Popen([sys.executable, "-m", "emulator", "run", *map(str, args)], env=cluster.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cluster.record(self.p)
+        self.lines: list[str] = []
+        self.t = threading.Thread(target=lambda: self.lines.extend(iter(self.p.stdout.readline, "")), daemon=True)
+        self.t.start()
+
+    def has(self, lines) -> bool:
+        return set(lines) <= {x.rstrip("\n") for x in self.lines}
+
+    def finish(self, timeout: float = 60) -> tuple[int, str]:
+        rc = self.p.wait(timeout)
+        self.t.join(5)
+        return rc, self.p.stderr.read()
+
+
+def test_output_is_streamed_labelled_and_the_status_is_the_jobs(cluster, tmp_path):
+    cluster.up(*UP_2x2)
+    prog, go = tmp_path / "prog.py", tmp_path / "go"
+    prog.write_text(PROG)
+    run = Run(cluster, "-n", 4, "--shape", "2x2", "--label", sys.executable, prog, go, 0, -1)
+    # every rank's first line arrives while the ranks still run (they wait for the go)
+    wait_for(lambda: run.has(f"{r}: hello {r}" for r in range(4)), 30, "the hello lines, streamed")
+    assert run.p.poll() is None
+    go.touch()
+    rc, err = run.finish()
+    assert rc == 0, err
+    assert run.has(f"{r}: bye {r}" for r in range(4))  # stderr too, labelled
+    for r in range(4):
+        mine = [x for x in run.lines if x.startswith(f"{r}: ")]
+        assert mine == [f"{r}: hello {r}\n", f"{r}: bye {r}\n"]
+    jobs = cluster.client.queue(all=True)["jobs"]
+    assert [(j["name"], j["state"], j["request"]) for j in jobs] == [("prog.py", "completed", {"shape": [2, 2]})]
+
+
+def test_a_failing_rank_gives_its_exit_status(cluster, tmp_path):
+    cluster.up(*UP_2x2)
+    prog, go = tmp_path / "prog.py", tmp_path / "go"
+    prog.write_text(PROG)
+    go.touch()
+    run = Run(cluster, "-n", 4, sys.executable, prog, go, 3, 2)
+    rc, err = run.finish()
+    assert rc == 3 and "rank 2 exited with 3" in err
+    assert run.has(f"hello {r}" for r in range(4))  # no labels without --label
+    assert cluster.client.queue(all=True)["jobs"][0]["state"] == "failed"
+
+
+def test_ctrl_c_cancels_the_job(cluster, tmp_path):
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROG)
+    run = Run(cluster, "-n", 2, "-l", sys.executable, prog, tmp_path / "never", 0, -1)
+    wait_for(lambda: run.has(["0: hello 0", "1: hello 1"]), 30, "the ranks to start")
+    run.p.send_signal(signal.SIGINT)
+    rc, err = run.finish()
+    assert rc == 130 and "cancelled (Ctrl-C)" in err
+    job = wait_for(lambda: (lambda j: j if j["state"] != "running" else None)(cluster.client.queue(all=True)["jobs"][0]),
+                   10, "the job to end")
+    assert job["state"] == "cancelled"
+    assert not any("bye" in x for x in run.lines)
+
+
+def test_usage_errors(cluster):
+    for args, message in ((["-n", 3, "--shape", "2x2", "true"], "-n 3 but --shape asks for 4 nodes"),
+                          (["-n", 2], "no program to run"), (["true"], "give -n N")):
+        r = cluster.mcemu("run", *args, check=False)
+        assert r.returncode == 2 and message in r.stderr
