@@ -16,9 +16,11 @@ a rank that can still act (a send at time t is ordered before the network's even
 :class:`~scheduler.network.wormhole.Wormhole` orders a reply), so no rank sends into the
 model's past; a delivery is known as soon as it is certain (its header has arrived), which
 may wake a waiting rank at its due time. The one network driver (scheduler/network/driver.py)
-maps the trace's seconds to flit times: ``Clock.virtual(1e6 / flit_time_us)``. The replay calls
+maps the trace's seconds to flit times (``Clock.virtual(1e6 / flit_time_us)``), injects and
+counts the messages as the live interconnect's does (emulator.live.ic_virtual). The replay calls
 the model's own ``advance`` rather than the driver's, which runs on to a time in one go: here
-the model must stop at the first delivery that wakes a rank, whose reply is due then.
+the model must stop at the first delivery that wakes a rank, whose reply is due then (the
+live side's emulator.live.vtime runs the model the same way).
 
 **Other traffic** (``background``): closed-loop paths (scheduler.network.traffic, the loop of
 ``mcemu net simulate``, messages of the network's L flits) that start with the program and
@@ -116,7 +118,7 @@ class _Replay:
         if kind == _BACKGROUND:
             pid = key[0]
             delay = d.delivered - d.sent
-            nxt = self.loops[pid].on_delivery(d.delivered, delay, delay - self._free(d.hops, self.net.length),
+            nxt = self.loops[pid].on_delivery(d.delivered, delay, delay - self.driver.free(d.hops),
                                               d.first - d.sent - self.net.startup)
             if nxt is not None and self.running:
                 self.net.inject(self.routes[pid], nxt, d.tag)
@@ -126,8 +128,7 @@ class _Replay:
         due = self.clock.time(d.delivered)
         self.dues[key] = due
         nbytes, flits = self.sent[key]
-        free = self._free(d.hops, flits)
-        self.stats.add(d.delivered - d.sent, free, d.delivered)
+        self.driver.record(self.stats, d, True, flits)
         self.messages.append({"src": key[0], "dst": key[1], "seq": key[2], "bytes": nbytes, "flits": flits,
                               "hops": d.hops, "sent": self.clock.time(d.sent), "due": due,
                               "delay_us": self.net.us(d.delivered - d.sent)})
@@ -140,10 +141,6 @@ class _Replay:
                     self._wait_done(rank)
                     woke = True
         return woke
-
-    def _free(self, hops: int, flits: int) -> float:
-        """Contention-free latency of a worm of ``flits`` over ``hops`` channels (flit times)."""
-        return self.net.startup + hops + flits - 1
 
     def _step(self, rank: _Rank) -> None:
         """Run ``rank``'s events until its clock moves (it goes back to the ready heap), it
@@ -161,8 +158,7 @@ class _Replay:
                 flits = trace.flits(nbytes)
                 self.sent[(me, dest, seq)] = (nbytes, flits)
                 self.in_flight += 1
-                at = self.clock.flits(rank.clock)
-                self.net.send(nodes[me], nodes[dest], max(at, self.net.now), (_PROGRAM, me, dest, seq), flits)
+                self.driver.send(nodes[me], nodes[dest], rank.clock, (_PROGRAM, me, dest, seq), flits)
                 continue
             if kind == "e":
                 rank.end = rank.clock
