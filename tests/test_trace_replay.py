@@ -55,6 +55,19 @@ def test_ping_pong_replays_the_hand_worked_latencies():
     assert s["count"] == 6 and s["mean_contention_us"] == pytest.approx(0.0, abs=1e-9) and s["slowdown"] == 1.0
 
 
+def test_times_count_from_the_jobs_start_on_the_live_clock():
+    """``vt0``: the replay's clocks run where the live ones did (the same rounding of seconds to
+    flit times); what it reports counts from the job's start all the same."""
+    d, flits = 6, 1 + 800 // 8
+    lat = (d + flits - 1) * FLIT_S
+    h = {**header([0, 15]), "vt0": 0.125}
+    trace = build([(f"rank {r}", {**h, "rank": r, "events": ev}) for r, ev in enumerate(ping_pong(2, 800, 2e-6, lat))])
+    assert trace.vt0 == 0.125 and trace.header()["vt0"] == 0.125
+    res = replay(trace, "mesh:4x4")
+    assert res.ends == pytest.approx(trace.ends(), rel=1e-9) and res.recorded["max"] < 1e-6
+    assert res.messages[0]["sent"] == pytest.approx(2e-6, rel=1e-6)
+
+
 def test_elsewhere_the_latency_follows_the_distance():
     trace = make([0, 15], ping_pong(2, 8, 1e-6, 0.0))
     res = replay(trace, "mesh:4x4", [0, 1])  # 1 hop, 2 flits: 2 flit times a message

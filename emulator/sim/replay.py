@@ -60,8 +60,8 @@ class ReplayResult:
 class _Rank:
     __slots__ = ("id", "events", "i", "clock", "waiting", "keys", "end")
 
-    def __init__(self, rank: int, events: tuple):
-        self.id, self.events, self.i, self.clock = rank, events, 0, 0.0
+    def __init__(self, rank: int, events: tuple, start: float):
+        self.id, self.events, self.i, self.clock = rank, events, 0, start
         self.waiting: set | None = None  # the messages/notices a blocked wait still needs
         self.keys: list = []  # every message/notice of the wait in progress
         self.end: float | None = None
@@ -75,8 +75,9 @@ class _Replay:
         self.net = Wormhole(topology, flit_time=trace.flit_time_us, length=length, startup=trace.startup_flits)
         self.driver = NetworkDriver(self.net, Clock.virtual(1e6 / trace.flit_time_us))
         self.clock = self.driver.clock
-        self.ranks = [_Rank(r, ev) for r, ev in enumerate(trace.events)]
-        self.ready: list = [(0.0, r) for r in range(trace.size)]  # (clock, rank) of ranks that can act
+        self.t0 = trace.vt0  # clocks run from the job's start on the live clock: the same rounding
+        self.ranks = [_Rank(r, ev, self.t0) for r, ev in enumerate(trace.events)]
+        self.ready: list = [(self.t0, r) for r in range(trace.size)]  # (clock, rank) of ranks that can act
         self.dues: dict = {}  # (src, dst, seq) -> due (seconds)
         self.sent: dict = {}  # (src, dst, seq) -> (bytes, flits)
         self.messages: list[dict] = []
@@ -130,7 +131,7 @@ class _Replay:
         nbytes, flits = self.sent[key]
         self.driver.record(self.stats, d, True, flits)
         self.messages.append({"src": key[0], "dst": key[1], "seq": key[2], "bytes": nbytes, "flits": flits,
-                              "hops": d.hops, "sent": self.clock.time(d.sent), "due": due,
+                              "hops": d.hops, "sent": self.clock.time(d.sent) - self.t0, "due": due - self.t0,
                               "delay_us": self.net.us(d.delivered - d.sent)})
         woke = False
         for r in {key[0], key[1]}:
@@ -189,7 +190,7 @@ class _Replay:
         return "the trace deadlocks on replay: " + "; ".join(blocked)
 
     def _result(self) -> ReplayResult:
-        ends = [r.end for r in self.ranks]
+        ends = [r.end - self.t0 for r in self.ranks]
         bg = None
         if self.loops:
             agg = MessageStats()

@@ -9,7 +9,10 @@ the same ranks merged into one JSON file (:func:`dump`), into a :class:`Trace`. 
      "topology": "mesh:8x8", "flit_time_us": 0.05, "flit_bytes": 8, "startup_flits": 0.0,
      "cpu_scale": 1.0, "time": "virtual", "events": [...]}
 
-``nodes[i]`` is rank i's node. Times are seconds of the rank's clock from the job's start.
+``nodes[i]`` is rank i's node. Times are seconds of the rank's clock from the job's start,
+which an optional ``"vt0"`` places on the interconnect's clock (seconds; default 0): a replay
+that runs at the same clock rounds seconds to flit times as the live run did, so two events
+that coincided there coincide in the replay too.
 The events, in the order the rank did them:
 
 * ``["c", dt]``: computed (or slept) ``dt`` seconds;
@@ -36,6 +39,7 @@ from pathlib import Path
 VERSION = 1
 SHARED = ("job", "attempt", "size", "nodes", "topology", "flit_time_us", "flit_bytes", "startup_flits",
           "cpu_scale", "time")
+OPTIONAL = {"vt0": 0.0}  # shared fields a trace may leave out, and their values then
 KINDS = {"c": 2, "s": 4, "w": 4, "e": 2}  # event kind -> its length
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 
@@ -60,6 +64,7 @@ class Trace:
     cpu_scale: float
     time: str
     events: tuple[tuple, ...]
+    vt0: float = 0.0  # the job's start on the interconnect's clock (seconds), which times count from
 
     def flits(self, nbytes: int) -> int:
         """A message of ``nbytes`` user bytes is a header flit plus ceil(nbytes / flit_bytes)."""
@@ -70,7 +75,8 @@ class Trace:
         return [float(ev[-1][1]) for ev in self.events]
 
     def header(self) -> dict:
-        return {"version": VERSION, **{k: (list(self.nodes) if k == "nodes" else getattr(self, k)) for k in SHARED}}
+        return {"version": VERSION, **{k: (list(self.nodes) if k == "nodes" else getattr(self, k))
+                                       for k in (*SHARED, *OPTIONAL)}}
 
 
 def load_trace(path) -> Trace:
@@ -118,11 +124,11 @@ def build(ranks: list[tuple[str, dict]], where: str = "trace") -> Trace:
         missing = [k for k in ("rank", "events", *SHARED) if k not in r]
         if missing:
             raise TraceError(f"{name}: missing field(s) {', '.join(missing)}")
-        shared = {k: r[k] for k in SHARED}
+        shared = {**{k: r[k] for k in SHARED}, **{k: r.get(k, v) for k, v in OPTIONAL.items()}}
         if first is None:
             first = (name, _check_shared(shared, name))
         elif shared != first[1]:
-            k = next(k for k in SHARED if shared[k] != first[1][k])
+            k = next(k for k in shared if shared[k] != first[1][k])
             raise TraceError(f"{name}: {k} = {shared[k]!r}, but {first[0]} says {first[1][k]!r}")
         rank = r["rank"]
         if not _is_int(rank) or not 0 <= rank < first[1]["size"]:
@@ -157,8 +163,9 @@ def _check_shared(s: dict, name: str) -> dict:
             raise TraceError(f"{name}: {k} must be a positive number, got {s[k]!r}")
     if not _is_int(s["flit_bytes"]) or s["flit_bytes"] < 1:
         raise TraceError(f"{name}: flit_bytes must be a positive integer, got {s['flit_bytes']!r}")
-    if not _num(s["startup_flits"]) or s["startup_flits"] < 0:
-        raise TraceError(f"{name}: startup_flits must be a number >= 0, got {s['startup_flits']!r}")
+    for k in ("startup_flits", "vt0"):
+        if not _num(s[k]) or s[k] < 0:
+            raise TraceError(f"{name}: {k} must be a number >= 0, got {s[k]!r}")
     if s["time"] not in ("virtual", "dilated"):
         raise TraceError(f"{name}: time must be 'virtual' or 'dilated', got {s['time']!r}")
     return s
