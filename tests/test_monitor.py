@@ -364,6 +364,51 @@ def test_demo_mesh_helm_prints_a_summary_table(demo_home):
     assert "nothing left running" in r.stderr
 
 
+@pytest.mark.live
+def test_demo_network_runs_pattern_and_program_jobs_and_leaves_no_process(demo_home):
+    r = _demo("--network", "--no-monitor", "--json", "--jobs", "4", "--seconds", "60", timeout=150)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["config"]["topology"] == "mesh:8x8" and doc["config"]["network"] == "wormhole"
+    assert doc["config"]["net_time"] == "dilated"
+    net = doc["network"]
+    assert net["patterns"]["completed"] >= 1 and net["programs"]["completed"] >= 1, net
+    assert net["patterns"]["failed"] == net["programs"]["failed"] == 0, net
+    assert net["messages"] > 0
+    assert len(doc["pids"]) >= 67  # daemon, interconnect, launcher, 64 nodes
+    assert not doc["killed_after_shutdown"]
+    alive = [pid for pid, ct in doc["processes"] if _alive(pid, ct)]
+    assert not alive, f"the demo left processes running: {alive}"
+
+
+def _alive(pid: int, create_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - create_time) < 0.05 and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def test_demo_network_stream_alternates_patterns_and_programs_that_fit():
+    from emulator.cli.demo_net import example_args, network_jobs
+    from scheduler.topology import Request
+
+    jobs = network_jobs("mesh:8x8", 0.3, 60.0, 1.0, 30, seed=3)
+    assert len(jobs) == 30 and jobs[0]["at"] == 0.0
+    assert all(a["at"] <= b["at"] for a, b in zip(jobs, jobs[1:]))
+    for i, j in enumerate(jobs):
+        n = Request.from_dict(j["request"]).processors_needed
+        assert 1 <= n <= 16
+        # a pattern needs two nodes: a single node runs a program instead
+        assert j["kind"] == ("pattern" if i % 2 == 0 and n > 1 else "program")
+    assert {j["program"] for j in jobs if j["kind"] == "program"} == {"jacobi", "cpi", "transpose", "ring",
+                                                                      "mandelbrot"}
+    for n in (1, 4, 9, 16):  # jacobi's N divides by its grid, transpose's by the ranks
+        assert int(example_args("jacobi", n).split()[0]) % n == 0 and int(example_args("transpose", n)) % n == 0
+    with pytest.raises(Exception, match="needs a mesh"):
+        network_jobs("hypercube:4", 0.3, 10.0, 1.0, 4, seed=1)
+
+
 def test_blocked_reason_naming_a_started_job_is_dropped():
     # the discipline snapshot is up to a second old; once job events show its blocked head
     # running, the view must not still say that job does not fit

@@ -1,5 +1,7 @@
 """``mcemu monitor`` (the live Rich view of a running cluster) and ``mcemu demo`` (cluster up,
-a workload that keeps it busy, the monitor, a summary, cluster down).
+a workload that keeps it busy, the monitor, a summary, cluster down; ``--network``: a mesh with
+the wormhole interconnect in dilated time, a stream of pattern jobs and mpi4py example programs,
+the channel view on: emulator.cli.demo_net).
 
 The demo runs its cluster in a fresh directory under MCEMU_HOME (so it never meets a cluster
 the user already runs there) and removes it afterwards. Every process of the cluster is
@@ -60,7 +62,7 @@ def cmd_monitor(args) -> int:
 
 def _record(seen: dict, home: Path) -> None:
     ps = cluster_processes(home)
-    for p in [ps["daemon"], ps["launcher"], *ps["tree"]]:
+    for p in [ps["daemon"], ps["interconnect"], ps["launcher"], *ps["tree"]]:
         if p is None:
             continue
         try:
@@ -100,11 +102,13 @@ def demo_jobs(topology: str, load: float, seconds: float, time_unit: float, n_jo
 
 
 class Streamer(threading.Thread):
-    """Submits the jobs at their arrival times (model time x time unit after start)."""
+    """Submits the jobs at their arrival times (model time x time unit after start);
+    ``prepare(client, job)``, when given, makes a job's (request, runtime, name, command) on the
+    running cluster (demo --network: emulator.cli.demo_net.prepare)."""
 
-    def __init__(self, home: Path, jobs: list[dict], time_unit: float):
+    def __init__(self, home: Path, jobs: list[dict], time_unit: float, prepare=None):
         super().__init__(daemon=True, name="demo-workload")
-        self.home, self.jobs, self.unit = home, jobs, time_unit
+        self.home, self.jobs, self.unit, self.prepare = home, jobs, time_unit, prepare
         self.halt = threading.Event()
         self.submitted = 0
         self.refused = 0
@@ -123,9 +127,12 @@ class Streamer(threading.Thread):
                     if self.halt.is_set():
                         return
                     try:
-                        c.submit(j["request"], j["runtime"], j["name"])
+                        job = (j["request"], j["runtime"], j["name"], None)
+                        if self.prepare is not None:
+                            job = self.prepare(c, j)
+                        c.submit(*job)
                         self.submitted += 1
-                    except DaemonError:
+                    except (DaemonError, UsageError):
                         self.refused += 1
         except Exception as e:  # reported in the summary; the demo still shuts down cleanly
             self.error = e
@@ -151,25 +158,36 @@ def summary_rows(cfg: dict, m: dict, unit: float, wall: float, submitted: int) -
 
 
 def _demo_settings(args) -> tuple[dict, float, float, float]:
-    """The demo's cluster (topology, allocator, scheduler), time unit, run length and load:
-    the command line's, else DEMO_DEFAULTS."""
-    cfg = {"topology": args.topology or DEMO_DEFAULTS["topology"],
-           "allocator": args.allocator or DEMO_DEFAULTS["allocator"],
-           "scheduler": args.scheduler or DEMO_DEFAULTS["scheduler"]}
+    """The demo's cluster (topology, allocator, scheduler; with ``--network`` the wormhole
+    interconnect in dilated time), time unit, run length and load: the command line's, else
+    DEMO_DEFAULTS (with ``--network``, demo_net.NET_DEFAULTS)."""
+    from emulator.cli.demo_net import NET_DEFAULTS
+
+    d = {**DEMO_DEFAULTS, **NET_DEFAULTS} if args.network else DEMO_DEFAULTS
+    cfg = {"topology": args.topology or d["topology"], "allocator": args.allocator or d["allocator"],
+           "scheduler": args.scheduler or d["scheduler"]}
     # `is None`, not `or`: --load 0 is a mistake to report, not a request for the default
-    unit = DEMO_DEFAULTS["time_unit"] if args.time_unit is None else args.time_unit
-    seconds = DEMO_DEFAULTS["seconds"] if args.seconds is None else args.seconds
-    load = DEMO_DEFAULTS["load"] if args.load is None else args.load
+    unit = d["time_unit"] if args.time_unit is None else args.time_unit
+    seconds = d["seconds"] if args.seconds is None else args.seconds
+    load = d["load"] if args.load is None else args.load
     if seconds <= 0 or unit <= 0 or load <= 0 or (args.jobs is not None and args.jobs <= 0):
         raise UsageError("--seconds, --time-unit, --load and --jobs must be > 0")
+    if args.network:
+        dilation = d["dilation"] if args.net_dilation is None else args.net_dilation
+        if dilation <= 0:
+            raise UsageError("--net-dilation must be > 0")
+        cfg.update(network="wormhole", net_time="dilated", net_dilation=dilation)
+    elif args.net_dilation is not None:
+        raise UsageError("--net-dilation needs --network")
     return cfg, unit, seconds, load
 
 
 def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: float,
-           seen: dict) -> tuple[dict, float, Streamer]:
+           seen: dict) -> tuple[dict, float, Streamer, list]:
     """Start the demo's cluster in ``home``, stream ``jobs`` into it and watch it (the live
-    view, or headless) until ``seconds`` have passed or a fixed job list is done; returns the
-    metrics, the wall seconds and the streamer. The caller stops the cluster."""
+    view, or headless; with a network, the channel view on) until ``seconds`` have passed or a
+    fixed job list is done; returns the metrics, the wall seconds, the streamer and every job's
+    queue row. The caller stops the cluster."""
     from emulator.live.client import Client  # lazy: see cmd_monitor and cmd_demo
     from emulator.monitor import app
     from emulator.monitor.feed import Feed
@@ -180,7 +198,10 @@ def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: 
         _record(seen, home)
         feed = Feed(home)
         feed.sync()
-        streamer = Streamer(home, jobs, unit)
+        prepare = None
+        if cfg.get("network"):
+            from emulator.cli.demo_net import prepare
+        streamer = Streamer(home, jobs, unit, prepare)
         streamer.start()
         t_start = time.monotonic()
         deadline = t_start + seconds
@@ -193,7 +214,7 @@ def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: 
                 >= streamer.submitted
 
         if not args.no_monitor and not args.json:
-            app.run(feed=feed, until=deadline, stop=finished)
+            app.run(feed=feed, until=deadline, stop=finished, channels=bool(cfg.get("network")))
         else:
             app.headless(feed, deadline, stop=finished)
         wall = time.monotonic() - t_start
@@ -202,9 +223,10 @@ def _watch(args, home: Path, cfg: dict, jobs: list[dict], unit: float, seconds: 
         _record(seen, home)
         feed.drain()
         with Client(home=home, timeout=5.0) as c:
-            feed.state.apply_jobs(c.queue(all=True)["jobs"])
+            rows = c.queue(all=True)["jobs"]
+            feed.state.apply_jobs(rows)
             now = c.status()["now"]
-        return feed.state.metrics(now), wall, streamer
+        return feed.state.metrics(now), wall, streamer, rows
     finally:
         if feed is not None:
             feed.close()
@@ -220,14 +242,19 @@ def cmd_demo(args) -> int:
     from emulator.live.client import ClientError
 
     cfg, unit, seconds, load = _demo_settings(args)
-    jobs = demo_jobs(cfg["topology"], load, seconds, unit, args.jobs, DEMO_DEFAULTS["service_mean"], args.seed)
+    if cfg.get("network"):
+        from emulator.cli.demo_net import network_jobs, network_summary
+
+        jobs = network_jobs(cfg["topology"], load, seconds, unit, args.jobs, args.seed)
+    else:
+        jobs = demo_jobs(cfg["topology"], load, seconds, unit, args.jobs, DEMO_DEFAULTS["service_mean"], args.seed)
     err = Console(stderr=True)
     home = Path(tempfile.mkdtemp(prefix="demo-", dir=homemod.home_dir()))
     seen: dict[int, float] = {}
     try:
         err.print(f"[bold]mcemu demo[/]: starting {cfg['topology']} ({cfg['allocator']}, {cfg['scheduler']}), "
                   f"time unit {unit:g} s, {len(jobs)} jobs at load {load:g} for up to {seconds:g} s ...")
-        m, wall, streamer = _watch(args, home, cfg, jobs, unit, seconds, seen)
+        m, wall, streamer, final = _watch(args, home, cfg, jobs, unit, seconds, seen)
     except ClientError as e:
         raise UsageError(f"the demo cluster stopped answering: {e}") from None
     finally:
@@ -243,9 +270,16 @@ def cmd_demo(args) -> int:
     if streamer.error is not None:
         err.print(f"[yellow]workload stream stopped early: {streamer.error}[/]")
     rows = summary_rows(cfg, m, unit, wall, streamer.submitted)
+    net = network_summary(final) if cfg.get("network") else None
+    if net is not None:
+        rows[1:1] = [("network", f"wormhole, dilated time (dilation {cfg['net_dilation']:g})"),
+                     *((f"{k[:-1]} jobs completed / failed / submitted",
+                        f"{net[k]['completed']} / {net[k]['failed']} / {net[k]['submitted']}")
+                       for k in ("patterns", "programs")),
+                     ("messages through the interconnect", f"{net['messages']:,}")]
     if args.json:
         print_json({"config": {**cfg, "time_unit": unit, "load": load, "seconds": seconds},
-                    "wall_seconds": wall, "submitted": streamer.submitted, "metrics": m,
+                    "wall_seconds": wall, "submitted": streamer.submitted, "metrics": m, "network": net,
                     "pids": sorted(seen), "processes": sorted([pid, ct] for pid, ct in seen.items()),
                     "stopped": res["stopped"], "killed_after_shutdown": [p.pid for p in left]})
         return 0
@@ -280,6 +314,11 @@ def add_commands(sub) -> None:
     p.add_argument("--jobs", type=int, help="submit this many jobs and stop when they are done (or at --seconds)")
     p.add_argument("--load", type=float, help=f"offered load (default {DEMO_DEFAULTS['load']:g})")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--network", action="store_true",
+                   help="a mesh (mesh:8x8 by default) with the wormhole interconnect in dilated time, a stream of "
+                        "pattern jobs and mpi4py example programs (docs/examples), the channel view on")
+    p.add_argument("--net-dilation", type=float, metavar="D",
+                   help="--network: one network microsecond lasts D wall microseconds (default 1000)")
     p.add_argument("--no-monitor", action="store_true", help="run headless: only the summary")
     p.add_argument("--json", action="store_true", help="headless; print the summary as one JSON document")
     p.set_defaults(func=cmd_demo)

@@ -115,9 +115,10 @@ def once(home=None, endpoint=None, width: int | None = None, as_json: bool = Fal
 
 
 def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | None = None,
-        stop=None, console=None, feed: Feed | None = None) -> dict:
+        stop=None, console=None, feed: Feed | None = None, channels: bool = False) -> dict:
     """The live view until q, the daemon's shutdown, ``until`` (a deadline on the feed's clock,
-    time.monotonic() by default) or ``stop()`` returning true. Returns the last view dict."""
+    time.monotonic() by default) or ``stop()`` returning true; ``channels``: the channel view
+    on from the start (key c). Returns the last view dict."""
     own = feed is None
     if own:
         feed = Feed(home, endpoint, events)
@@ -135,6 +136,7 @@ def run(home=None, endpoint=None, events=None, fps: float = 5.0, until: float | 
                 live.update(V.render(view, console.width, console.height), refresh=True)
 
             loop = LiveView(kernel, feed, draw, fps, stop, fd)
+            loop.channels = channels
             kernel.run(until=until)
     finally:
         if loop is not None:
