@@ -95,7 +95,8 @@ class Comm:
     (default the wall clock; all times are its seconds)."""
 
     def __init__(self, endpoint: str | None = None, timeout: float = 30.0, sync: bool = False,
-                 group: str | None = None, clock=None, pid: int | None = None, group_jobs: int | None = None):
+                 group: str | None = None, clock=None, pid: int | None = None, group_jobs: int | None = None,
+                 shared_clock: bool = False):
         self.endpoint = endpoint or _env("MCEMU_NET")
         self.job = int(_env("MCEMU_JOB_ID"))
         self.attempt = int(_env("MCEMU_ATTEMPT"))
@@ -129,6 +130,8 @@ class Comm:
             hello["pid"] = pid
         if group_jobs is not None:
             hello["group_jobs"] = group_jobs
+        if shared_clock:  # it publishes its clock in $MCEMU_HOME/clocks (emulator.live.vclock)
+            hello["clock"] = True
         self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
                                 sync=sync, **hello))
         deadline = self.now() + timeout

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from emulator.live.vtime import COMPUTING, CPU_MARGIN, DONE, WAITING, VirtualTime
+from emulator.live.vtime import COMPUTING, DONE, WAITING, VirtualTime
 from scheduler.network.driver import Clock, NetworkDriver
 from scheduler.network.wormhole import Wormhole
 
@@ -37,89 +37,115 @@ class World:
 
     def send(self, src, dst, at_flits, flits, label="m"):
         r = self.r[src]
-        self.vt.report(r, s(at_flits), None)
+        self.vt.report(r, s(at_flits))
         r.sent += 1
         self.vt.driver.send(src, dst, s(r.vt), (src, dst, label), flits)
 
     def answers(self):
-        got, dead = self.vt.step()
-        return {r.rank: (round(at, 6), [f for f in frames]) for r, at, frames in got}, dead
+        got = self.vt.step()
+        return {r.rank: (round(at, 6), [f for f in frames]) for r, at, frames in got}, self.vt.deadlocked()
 
 
 def test_ping_pong_times_are_the_wormhole_latencies():
     w = World(2)
-    w.vt.wait(w.r[1], 0.0, None, None, "recv(source=0)")
+    w.vt.wait(w.r[1], 0.0, None, "recv(source=0)")
     w.send(0, 1, 0, 11)  # 20 bytes at 2 bytes a flit: a header and 10 flits
-    w.vt.wait(w.r[0], 0.0, None, None, "recv(source=1)")
+    w.vt.wait(w.r[0], 0.0, None, "recv(source=1)")
     got, dead = w.answers()
     assert got == {1: (11.0, [("m", 11.0)])} and not dead  # 1 hop + 11 - 1
     w.send(1, 0, 11 + 100, 11)  # it computed 100 flit times, replies
-    w.vt.wait(w.r[1], s(111), None, None, "recv")
+    w.vt.wait(w.r[1], s(111), None, "recv")
     got, dead = w.answers()
     assert got == {0: (122.0, [("m", 122.0)])}
     assert w.r[0].state == COMPUTING and w.r[0].vt == 122.0
     # both wait again, nothing in flight: a deadlock, naming both
-    w.vt.wait(w.r[0], s(122), None, None, "recv(source=1)")
+    w.vt.wait(w.r[0], s(122), None, "recv(source=1)")
     got, dead = w.answers()
     assert not got and [(j, [r.rank for r in rs]) for j, rs in dead] == [(w.job, [0, 1])]
 
 
 def test_no_answer_while_a_computing_rank_could_still_send_an_earlier_message():
     w = World(3)
-    w.vt.wait(w.r[1], 0.0, None, None, "recv")
+    w.vt.wait(w.r[1], 0.0, None, "recv")
     w.send(2, 1, 0, 11)  # due at 11
-    w.vt.wait(w.r[2], 0.0, None, None, "recv")
+    w.vt.wait(w.r[2], 0.0, None, "recv")
     got, _ = w.answers()
     assert got == {}  # rank 0 computes at 0: it could send to 1 before 11
-    w.vt.report(w.r[0], s(9.5), None)  # a one-flit message sent at 9.5 would arrive at 10.5
+    w.vt.report(w.r[0], s(9.5))  # a one-flit message sent at 9.5 would arrive at 10.5
     assert w.answers()[0] == {}
-    w.vt.report(w.r[0], s(9.0), None)  # a clock never goes back
+    w.vt.report(w.r[0], s(9.0))  # a clock never goes back
     assert w.r[0].vt == 9.5
     w.send(0, 1, 9.5, 5)  # rank 0 sends at 9.5: due at 9.5 + 1 + 4 = 14.5, after the first
     assert w.answers()[0] == {}  # still computing at 9.5: it may send again
-    w.vt.report(w.r[0], s(10.0), None)  # sent at 10, a message could arrive at 11 too: a tie, not certain
+    w.vt.report(w.r[0], s(10.0))  # sent at 10, a message could arrive at 11 too: a tie, not certain
     assert w.answers()[0] == {}
-    w.vt.report(w.r[0], s(10.25), None)  # from 10.25 on, nothing it sends arrives by 11
+    w.vt.report(w.r[0], s(10.25))  # from 10.25 on, nothing it sends arrives by 11
     got, _ = w.answers()
     assert got == {1: (11.0, [("m", 11.0)])}  # only what is due by the answer
     assert w.r[1].events[0][2] == ("m", 14.5)
 
 
-def test_a_computing_rank_s_bound_grows_with_the_cpu_time_the_host_sees():
+class Published:
+    """A rank's published clock (emulator.live.vclock) as the test sets it."""
+
+    def __init__(self):
+        self.value = (False, 0.0, 1.0)  # paused, clock (s), mark (thread CPU s)
+
+    def read(self):
+        return self.value
+
+
+def test_a_computing_rank_s_bound_grows_with_the_clock_it_publishes_and_the_cpu_time_the_host_sees():
     w = World(2, pids=(101, None))
+    w.r[0].shared = pub = Published()
     w.send(1, 0, 0, 11)  # rank 1 sends to the computing rank 0 and waits with a timeout
-    w.vt.wait(w.r[1], 0.0, None, s(5000), "sleep")
+    w.vt.wait(w.r[1], 0.0, s(5000), "sleep")
     assert w.answers()[0] == {}  # rank 0 (computing at 0) could send to 1 before 5000
-    w.cpu[101] = 1.0
-    w.vt.refresh()  # the first reading: growth counts from here
-    assert w.r[0].vt == 0.0
-    w.cpu[101] = 1.0 + CPU_MARGIN + s(6000)  # 6000 flit times of CPU (beyond the margin)
+    w.cpu[101] = 1.0 + s(3000)  # 3000 flit times of CPU since it resumed at CPU time 1.0
     w.vt.refresh()
-    assert math.isclose(w.r[0].vt, 6000.0)
+    assert math.isclose(w.r[0].vt, 3000.0)
+    assert w.answers()[0] == {}
+    pub.value = (True, s(4000), 1.0)  # inside an MPI call: the clock stands, whatever the CPU does
+    w.cpu[101] = 1.0 + s(9000)
+    w.vt.refresh()
+    assert math.isclose(w.r[0].vt, 4000.0)
+    pub.value = (False, s(4000), 1.0 + s(9000))  # back in the program at CPU time 1 + 9000 flits
+    w.cpu[101] = 1.0 + s(10_500)
+    w.vt.refresh()
+    assert math.isclose(w.r[0].vt, 5500.0)
     got, _ = w.answers()
     assert got == {1: (5000.0, [])}  # its timeout came first, with nothing for it
+    w.r[1].shared = None
     del w.cpu[101]  # the process is gone: done
     w.vt.refresh()
     assert w.r[0].state == DONE
 
 
+def test_a_rank_that_publishes_no_clock_keeps_its_last_frame_s_bound():
+    w = World(2, pids=(101, None))
+    w.cpu[101] = 50.0
+    w.vt.wait(w.r[1], 0.0, s(5000), "sleep")
+    w.vt.refresh()
+    assert w.r[0].vt == 0.0 and w.answers()[0] == {}
+
+
 def test_a_poll_is_answered_at_the_rank_s_own_clock_with_what_is_due_by_then():
     w = World(2)
     w.send(0, 1, 0, 11)
-    w.vt.wait(w.r[0], 0.0, None, None, "recv")
-    w.vt.wait(w.r[1], s(5), None, s(5), "iprobe")  # a poll at 5: the message (due 11) is not there yet
+    w.vt.wait(w.r[0], 0.0, None, "recv")
+    w.vt.wait(w.r[1], s(5), s(5), "iprobe")  # a poll at 5: the message (due 11) is not there yet
     got, _ = w.answers()
     assert got == {1: (5.0, [])} and w.r[1].state == COMPUTING
-    w.vt.wait(w.r[1], s(20), None, s(20), "iprobe")
+    w.vt.wait(w.r[1], s(20), s(20), "iprobe")
     assert w.answers()[0] == {1: (20.0, [("m", 11.0)])}
     assert w.r[0].state == WAITING
 
 
 def test_deadlock_is_not_reported_while_a_message_is_on_its_way_or_a_rank_computes():
     w = World(2)
-    w.vt.wait(w.r[0], 0.0, None, None, "recv")
+    w.vt.wait(w.r[0], 0.0, None, "recv")
     assert w.answers()[1] == []  # rank 1 computes
     w.send(1, 0, 3, 11)
-    w.vt.wait(w.r[1], s(3), None, None, "recv")
+    w.vt.wait(w.r[1], s(3), None, "recv")
     got, dead = w.answers()
     assert dead == [] and got == {0: (14.0, [("m", 14.0)])}

@@ -5,26 +5,31 @@ The decisions are emulator.live.vtime's; this is their glue to the task connecti
 * a job's ranks start together, at the frontier of virtual time, when the last one says hello
   (every hello is a sync hello: a rank that started alone would have no clock to start from);
   the welcome carries the start ``vt0`` and the message size rule (``flit_bytes``);
-* ``net_send`` carries the rank's clock and CPU time (``vt``, ``cpu``) and the user bytes
+* ``net_send`` carries the rank's clock (``vt``) and the user bytes
   (``nbytes``): the message is a header plus ceil(nbytes / flit_bytes) flits, sent into the
   model at ``vt``; ``notice``: the sender wants its delivery notice as an event (pattern jobs);
-* ``net_wait`` {vt, cpu, until, what} is answered by the frames due up to the answer and then
+* ``net_wait`` {vt, until, what} is answered by the frames due up to the answer and then
   ``net_go`` {vt}; ``net_bye`` ends a rank;
 * after every turn the model runs as far as is safe (VirtualTime.step); while a waiting rank
-  needs a computing rank's clock to grow, the CPU time of the computing ranks is read every
-  REFRESH seconds (VirtualTime.refresh);
+  needs a computing rank's clock to grow, the clocks the computing ranks publish and their CPU
+  time are read every REFRESH seconds (VirtualTime.refresh, emulator.live.vclock);
 * a deadlocked job gets an ``error`` (code ``deadlock``) at each of its ranks and is failed by
   the daemon with the reason (``comm`` with ``fail``).
 """
 from __future__ import annotations
 
+import logging
 import math
 
 from emulator.live import protocol as P
+from emulator.live.vclock import ClockReader
 from emulator.live.vtime import VirtualTime
-from scheduler.network.driver import Clock, NetworkDriver
+from scheduler.network.driver import Clock, NetworkDriver, send_order
+
+log = logging.getLogger("mcemu.interconnect")
 
 REFRESH = 0.002  # wall seconds between readings of the computing ranks' CPU time while one is awaited
+DEADLOCK_CHECK = 0.25  # wall seconds between looks for deadlocked jobs (a pass over every rank)
 
 
 class VirtualMode:
@@ -38,6 +43,7 @@ class VirtualMode:
         self.vt = VirtualTime(self.driver, self._route, self.cpu_scale)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
         self.failed: set = set()
+        self.late = 0  # sends behind the model (none, while the bounds hold)
         self.ready: dict = {}  # group -> its jobs whose ranks are all in, waiting for the others (group_jobs)
         self._refresh = None
 
@@ -46,7 +52,7 @@ class VirtualMode:
     def hello(self, j, ident, m) -> None:
         """Every rank's welcome when the last rank is in (vt0: the frontier); with ``group_jobs``,
         when that many jobs of its group are all in: they start together (a chapter-6 pair)."""
-        self.pids[(j, m["rank"])] = m.get("pid")
+        self.pids[(j, m["rank"])] = (m.get("pid"), bool(m.get("clock")))
         j.waiting.append((ident, m["rank"]))
         if len(j.ranks) < j.size:
             return
@@ -65,7 +71,11 @@ class VirtualMode:
 
     def _start(self, j, vt0):
         ranks = sorted(j.ranks)
-        t = self.vt.start([(j, r) for r in ranks], j, [self.pids.pop((j, r), None) for r in ranks])
+        said = [self.pids.pop((j, r), (None, False)) for r in ranks]
+        t = self.vt.start([(j, r) for r in ranks], j, [pid for pid, _ in said])
+        for r, (_, shared) in zip(ranks, said):
+            if shared:
+                self.vt.ranks[(j, r)].shared = self._reader(j, r)
         if vt0 is not None:  # a group's jobs: the first one's start
             for r in ranks:
                 self.vt.ranks[(j, r)].vt = vt0
@@ -92,6 +102,13 @@ class VirtualMode:
             key, members = group, (lambda: [x for x in ranks.values() if x.job.group == group])
         self.vt.enter(r, m.get("vt", 0.0), key, members, P.encode_unchecked("ok", id=m["id"], data=None))
 
+    def _reader(self, j, rank):
+        """The clock rank ``rank`` publishes (emulator.live.vclock), None when it cannot be read."""
+        try:
+            return ClockReader(self.ic.home / "clocks" / f"{j.id}.{j.attempt}.{rank}")
+        except OSError:
+            return None
+
     def rank(self, j, rank):
         return self.vt.ranks.get((j, rank))
 
@@ -100,7 +117,7 @@ class VirtualMode:
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello", m["id"])
         vt = m.get("vt", 0.0)
-        self.vt.report(r, vt, m.get("cpu"))
+        self.vt.report(r, vt)
         nbytes = m.get("nbytes")
         length = self.net.length if nbytes is None else 1 + math.ceil(nbytes / self.flit_bytes)
         ic = self.ic
@@ -108,13 +125,18 @@ class VirtualMode:
         ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True),
                             bool(m.get("notice")), nbytes or 0, length)
         r.sent += 1
-        self.driver.send(j.nodes[rank], dst, self.vt.seconds(r.vt), ic._tag, length)
+        # at the frame's own clock, ranked among sends of the same instant by the sender's count:
+        # the same order every run and in the replay (emulator.sim.replay)
+        if not self.driver.send(j.nodes[rank], dst, vt, ic._tag, length, send_order(rank, r.nsent)):
+            self.late += 1
+            log.warning("job %d rank %d sent at %.9f s, behind the model: injected late", j.id, rank, vt)
+        r.nsent += 1
 
     def wait(self, j, rank, ident, m) -> None:
         r = self.rank(j, rank)
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello")
-        self.vt.wait(r, m["vt"], m.get("cpu"), m.get("until"), m.get("what") or "")
+        self.vt.wait(r, m["vt"], m.get("until"), m.get("what") or "")
 
     def bye(self, j, rank, m) -> None:
         r = self.rank(j, rank)
@@ -151,7 +173,7 @@ class VirtualMode:
         return out
 
     def pump(self) -> None:
-        answers, dead = self.vt.step()
+        answers = self.vt.step()
         ic = self.ic
         for r, at, frames in answers:
             ident = r.job.ranks.get(r.rank)
@@ -160,17 +182,19 @@ class VirtualMode:
             for f in frames:
                 ic._send(ident, f)
             ic._send(ident, P.encode_unchecked("net_go", vt=self.vt.answer_s(r, at)))
-        for j, waiting in dead:
-            if j not in self.failed:
-                self._deadlock(j, waiting)
-        if self._refresh is None and self.vt.stuck_below() > 0:
+        if self._refresh is None and self.vt.stuck > 0:
             self._refresh = ic.kernel.call_later(REFRESH, self._grow)
 
     def _grow(self) -> None:
         self._refresh = None
-        below = self.vt.stuck_below()
-        if below > 0:
-            self.vt.refresh(below)
+        if self.vt.stuck > 0:
+            self.vt.refresh(self.vt.stuck)
+
+    def check(self) -> None:
+        """Every DEADLOCK_CHECK seconds: fail the jobs that can never go on."""
+        for j, waiting in self.vt.deadlocked():
+            if j not in self.failed:
+                self._deadlock(j, waiting)
 
     def _deadlock(self, j, waiting) -> None:
         self.failed.add(j)
@@ -184,4 +208,4 @@ class VirtualMode:
         ic.report(j, fail=why[:1000])
 
 
-__all__ = ["REFRESH", "VirtualMode"]
+__all__ = ["DEADLOCK_CHECK", "REFRESH", "VirtualMode"]

@@ -52,7 +52,7 @@ from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live import sockets
-from emulator.live.ic_virtual import VirtualMode
+from emulator.live.ic_virtual import DEADLOCK_CHECK, VirtualMode
 from emulator.live.kernel import Kernel
 from emulator.live.netjobs import Membership
 from emulator.live.netlinks import LINK_WINDOW, Links
@@ -327,22 +327,14 @@ class Interconnect:
         k.after_turn(self.pump)
         k.every(REPORT_EVERY, self.report_all)
         k.every(LINK_WINDOW, self.links.roll)
+        if self.virtual:
+            k.every(DEADLOCK_CHECK, self.virtual.check)
         for s in (signal.SIGTERM, signal.SIGINT):
             k.on_signal(s, k.stop)
-        k.on_signal(signal.SIGUSR1, self._dump)
         try:
             k.run()
         finally:
             k.close()
-
-    def _dump(self):  # DEBUG
-        v = self.virtual
-        if v:
-            for r in v.vt.ranks.values():
-                log.info("rank %s/%s state %s vt %s until %s events %s sent %s bound %s", r.job.id, r.rank, r.state, r.vt,
-                         r.until, [e[0] for e in r.events], r.sent, r.bound())
-            log.info("barriers %s model next %s now %s msgs %d", {str(k): len(b[0]) for k, b in v.vt.barriers.items()},
-                     self.net.next_time(), self.net.now, len(self.msgs))
 
     def _drain_events(self):
         while self.sub.poll(0):

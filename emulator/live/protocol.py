@@ -34,8 +34,8 @@ own types (NET_TYPES), one payload at most MAX_PAYLOAD bytes:
                    {id, to, data, measured},
                    net_barrier {id, group} (answered ``ok`` when every rank of the job, or of
                    every running job whose tasks named that ``group``, has entered it);
-                   virtual time (emulator.live.vtime): net_send's vt/cpu/nbytes/notice, net_wait
-                   {vt, cpu, until, what} (answered by the net_msg/net_delivered frames due up to
+                   virtual time (emulator.live.vtime): net_send's vt/nbytes/notice, net_wait
+                   {vt, until, what} (answered by the net_msg/net_delivered frames due up to
                    the answer, then net_go {vt}), net_bye {vt} (the rank ended)
   client -> net:   net_links {id}
   net -> task:     net_welcome, net_msg {source, data, due}, net_delivered {id, delay_us, due},
@@ -250,11 +250,10 @@ SCHEMAS: dict[str, dict] = {
     # the interconnect (module docstring)
     "net_hello": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "nodes": (_list(NODE), R),
                   "sync": (_bool, O), "group": (_str(64, empty=False), O), "pid": (_int(1, 1 << 31), O),
-                  "group_jobs": (_int(1, 1 << 16), O)},
+                  "group_jobs": (_int(1, 1 << 16), O), "clock": (_bool, O)},
     "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O),
-                 "nbytes": (_int(0, 1 << 30), O), "vt": (_num(0, 1e12), O), "cpu": (_num(0, 1e12), O),
-                 "notice": (_bool, O)},
-    "net_wait": {"vt": (_num(0, 1e12), R), "cpu": (_opt(_num(0, 1e12)), O), "until": (_opt(_num(0, 1e12)), O),
+                 "nbytes": (_int(0, 1 << 30), O), "vt": (_num(0, 1e12), O), "notice": (_bool, O)},
+    "net_wait": {"vt": (_num(0, 1e12), R), "until": (_opt(_num(0, 1e12)), O),
                  "what": (_str(512), O)},
     "net_bye": {"vt": (_num(0, 1e12), R)},
     "net_go": {"vt": (_num(), R)},

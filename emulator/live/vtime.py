@@ -39,9 +39,6 @@ from heapq import heappop, heappush
 
 INF = math.inf
 COMPUTING, WAITING, DONE = 0, 1, 2
-# CPU seconds a rank may spend in the transport after a frame before its program resumes: the
-# growth of a computing rank's bound starts this much later, so the bound stays below its clock
-CPU_MARGIN = 0.001
 
 
 def read_cpu(pid: int) -> float | None:
@@ -57,20 +54,21 @@ def read_cpu(pid: int) -> float | None:
 class VRank:
     """One rank's clock as the interconnect knows it (times in flit times)."""
 
-    __slots__ = ("key", "job", "rank", "state", "vt", "cpu", "pid", "until", "until_s", "what", "events", "sent",
-                 "gone")
+    __slots__ = ("key", "job", "rank", "state", "vt", "pid", "until", "until_s", "what", "events", "sent",
+                 "gone", "shared", "nsent")
 
     def __init__(self, key, job, rank: int, pid: int | None):
         self.key, self.job, self.rank, self.pid = key, job, rank, pid
         self.state = COMPUTING
         self.vt = 0.0
-        self.cpu: float | None = None  # host CPU seconds at ``vt``; None: not known (the bound does not grow)
         self.until = INF
         self.until_s = None  # ``until`` as the rank said it, in seconds: an answer then is that very number
         self.what = ""
         self.events: list = []  # (due, seq, frame): deliveries and notices for it, certain, not handed over
         self.sent = 0  # its messages still in the model
+        self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
         self.gone = False
+        self.shared = None  # the clock it publishes (emulator.live.vclock.ClockReader), if any
 
     def bound(self) -> float:
         if self.state == COMPUTING:
@@ -96,6 +94,7 @@ class VirtualTime:
         self.minlat = self.net.startup + 1.0  # flit times from a send to its earliest delivery
         self.ranks: dict = {}
         self.released = 0.0  # the latest answer: a job that starts now starts here
+        self.stuck = 0.0  # step's: the latest time a waiting rank could not be answered at
         self._seq = 0
         # barriers entered and not complete: key (a job, or a group's name) -> ({VRank: (entry, frame)},
         # members: () -> the VRanks that must enter)
@@ -113,7 +112,9 @@ class VirtualTime:
 
     def forget(self, job) -> None:
         for key in [k for k, r in self.ranks.items() if r.job is job]:
-            del self.ranks[key]
+            r = self.ranks.pop(key)
+            if r.shared is not None:
+                r.shared.close()
         self.barriers.pop(job, None)
         for key in list(self.barriers):  # a group's barrier may wait for this job no longer
             self._complete(key)
@@ -126,7 +127,7 @@ class VirtualTime:
         completes at the latest entry: ``frame`` becomes an event of ``r`` then. Until it
         completes, no waiting member is answered at or after the earliest time it could complete
         (the latest entry so far, or a rank not in yet's bound)."""
-        self.report(r, vt_s, r.cpu)
+        self.report(r, vt_s)
         entered, _ = self.barriers.setdefault(key, ({}, members))
         entered[r] = (r.vt, frame)
         self._complete(key)
@@ -167,47 +168,57 @@ class VirtualTime:
         asked for would ask again for ever)."""
         return r.until_s if r.until_s is not None and at == r.until else self.clock.time(at)
 
-    def report(self, r: VRank, vt_s: float, cpu: float | None) -> None:
-        """A frame of ``r`` stamped with its clock (seconds) and CPU time: it is computing."""
+    def report(self, r: VRank, vt_s: float) -> None:
+        """A frame of ``r`` stamped with its clock (seconds): it is computing."""
         t = self.flits(vt_s)
         if t > r.vt:
             r.vt = t
-        r.cpu = cpu
         r.state = COMPUTING
 
-    def wait(self, r: VRank, vt_s: float, cpu: float | None, until_s: float | None, what: str) -> None:
-        self.report(r, vt_s, cpu)
+    def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str) -> None:
+        self.report(r, vt_s)
         r.state = WAITING
         r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
         r.until_s = until_s if until_s is not None and r.until == self.flits(until_s) else None
         r.what = what
 
     def bye(self, r: VRank, vt_s: float) -> None:
-        self.report(r, vt_s, None)
+        self.report(r, vt_s)
         r.state = DONE
 
     def refresh(self, below: float = INF) -> None:
-        """Grow the bounds of the computing ranks below ``below`` by the CPU time they used (read
-        from the host); a rank whose process is gone is DONE (its job's end will follow)."""
+        """Grow the bounds of the computing ranks below ``below`` from the clocks they publish and
+        the CPU time the host says they used (emulator.live.vclock: exactly the rank's rule, so
+        never past its clock); a rank whose process is gone is DONE (its job's end will follow).
+        A rank that publishes no clock (a pattern task: its clock moves only by its waits) keeps
+        the bound of its last frame."""
         for r in self.ranks.values():
             if r.state != COMPUTING or r.pid is None or r.vt >= below:
                 continue
             now = self.cpu(r.pid)
             if now is None:
                 r.state, r.gone = DONE, True
-            elif r.cpu is None:
-                r.cpu = now  # the first reading after an answer: growth counts from here
-            else:
-                used = now - r.cpu - CPU_MARGIN
-                if used > 0:
-                    r.vt += used * self.scale * self.clock.per_unit
-                    r.cpu = now - CPU_MARGIN
+            elif r.shared is not None:
+                self._published(r, now)
+
+    def _published(self, r: VRank, cpu: float) -> None:
+        """The bound from the clock the rank publishes: its own rule, with the host's CPU time."""
+        got = r.shared.read()
+        if got is None:
+            return
+        paused, clock, mark = got
+        if not paused and cpu > mark:
+            clock += (cpu - mark) * self.scale
+        t = self.flits(clock)
+        if t > r.vt:
+            r.vt = t
 
     # ------------------------------------------------------------------ the decisions
 
-    def step(self) -> tuple[list, list]:
-        """Run the model as far as is safe and answer what can be answered: ([(VRank, at in
-        flits, frames)], [deadlocked jobs]) (module docstring)."""
+    def step(self) -> list:
+        """Run the model as far as is safe and answer what can be answered: [(VRank, at in
+        flits, frames)] (module docstring). Leaves in :attr:`stuck` the latest time a waiting
+        rank could not be answered at (0: none), below which :meth:`refresh` may help."""
         answers: list = []
         while True:
             self._advance()
@@ -215,7 +226,7 @@ class VirtualTime:
             if not got:
                 break
             answers.extend(got)
-        return answers, self._deadlocked()
+        return answers
 
     def _advance(self) -> None:
         net, ranks = self.net, self.ranks
@@ -248,39 +259,32 @@ class VirtualTime:
         model = INF if nt is None else nt
         barrier = self._barrier_bounds() if self.barriers else {}
         out = []
+        stuck = 0.0
         for r in self.ranks.values():
             if r.state != WAITING:
                 continue
             a = r.until
             if r.events and r.events[0][0] < a:
                 a = r.events[0][0]
-            if a == INF or a > model or a >= (second if r is who else first) + self.minlat:
+            if a == INF:
                 continue
-            if r in barrier and a >= barrier[r]:
+            if a > model or a >= (second if r is who else first) + self.minlat or (r in barrier and a >= barrier[r]):
+                stuck = a if a > stuck else stuck
                 continue
             frames = []
             while r.events and r.events[0][0] <= a:
                 frames.append(heappop(r.events)[2])
-            r.state, r.cpu = COMPUTING, None
+            r.state = COMPUTING
             if a > r.vt:
                 r.vt = a
             if a > self.released:
                 self.released = a
             out.append((r, r.vt, frames))
+        self.stuck = stuck
         return out
 
-    def stuck_below(self) -> float:
-        """The latest time a waiting rank could be answered at if the computing ranks' bounds grew:
-        :meth:`refresh` below it (0: nobody waits for a computing rank)."""
-        t = 0.0
-        for r in self.ranks.values():
-            if r.state == WAITING:
-                a = r.bound()
-                if a != INF and a > t:
-                    t = a
-        return t
-
-    def _deadlocked(self) -> list:
+    def deadlocked(self) -> list:
+        """[(job, its waiting ranks)] for the jobs that can never go on (module docstring)."""
         jobs: dict = {}
         for r in self.ranks.values():
             jobs.setdefault(r.job, []).append(r)
@@ -294,4 +298,4 @@ class VirtualTime:
         return out
 
 
-__all__ = ["COMPUTING", "CPU_MARGIN", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]
+__all__ = ["COMPUTING", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]

@@ -33,7 +33,7 @@ import random
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
-from scheduler.network.driver import Clock, NetworkDriver
+from scheduler.network.driver import Clock, NetworkDriver, send_order
 from scheduler.network.stats import MessageStats
 from scheduler.network.trace import Trace, TraceError
 from scheduler.network.traffic import Path, PathLoop
@@ -58,13 +58,14 @@ class ReplayResult:
 
 
 class _Rank:
-    __slots__ = ("id", "events", "i", "clock", "waiting", "keys", "end")
+    __slots__ = ("id", "events", "i", "clock", "waiting", "keys", "end", "nsent")
 
     def __init__(self, rank: int, events: tuple, start: float):
         self.id, self.events, self.i, self.clock = rank, events, 0, start
         self.waiting: set | None = None  # the messages/notices a blocked wait still needs
         self.keys: list = []  # every message/notice of the wait in progress
         self.end: float | None = None
+        self.nsent = 0  # its sends so far: the tie key of the next, as on the live interconnect
 
 
 class _Replay:
@@ -159,7 +160,9 @@ class _Replay:
                 flits = trace.flits(nbytes)
                 self.sent[(me, dest, seq)] = (nbytes, flits)
                 self.in_flight += 1
-                self.driver.send(nodes[me], nodes[dest], rank.clock, (_PROGRAM, me, dest, seq), flits)
+                self.driver.send(nodes[me], nodes[dest], rank.clock, (_PROGRAM, me, dest, seq), flits,
+                                 send_order(me, rank.nsent))
+                rank.nsent += 1
                 continue
             if kind == "e":
                 rank.end = rank.clock

@@ -5,6 +5,7 @@ NotImplementedError naming it (a module ``__getattr__``; the classes have their 
 from __future__ import annotations
 
 from nodes.mpi import errors as _errors
+from nodes.mpi import timing as _timing
 from nodes.mpi.comm import Comm
 from nodes.mpi.constants import *  # noqa: F401,F403  (PROC_NULL, ANY_SOURCE, Datatype, Op, SUM ...)
 from nodes.mpi.constants import DATATYPES as _DATATYPES, THREAD_SINGLE as _THREAD
@@ -22,6 +23,9 @@ from nodes.mpi.topo import Cartcomm, Compute_dims  # noqa: F401
 
 Exception = _errors.MPIException
 Topocomm = Cartcomm
+
+# virtual time counts the program's CPU time, not this library's (nodes.mpi.timing)
+_timing.exclude(Comm, Intracomm, Cartcomm, Request, Prequest)
 
 globals().update(_DATATYPES)
 

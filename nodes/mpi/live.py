@@ -36,8 +36,10 @@ class LiveTransport:
     """This task's rank (module docstring); ``comm``: an open nodes.comm.Comm (tests)."""
 
     def __init__(self, comm: Comm | None = None):
+        self.shared = None if comm is not None else _shared_clock()
         try:
-            self.comm = comm or Comm(sync=True, pid=os.getpid(), timeout=120.0)
+            self.comm = comm or Comm(sync=True, pid=os.getpid(), timeout=120.0,
+                                     shared_clock=self.shared is not None)
         except CommError as e:
             raise TransportError(e.code, str(e)) from None
         w = self.comm.welcome
@@ -51,25 +53,43 @@ class LiveTransport:
         self.sent_to = defaultdict(int)  # dest -> messages sent to it (the trace's seq)
         self.got_from = defaultdict(int)
         self.mark = _thread_time()  # CPU time when the program last resumed
+        self.paused = False  # inside an MPI call: the library's CPU time is not the program's (nodes.mpi.timing)
+        if self.shared is not None:
+            self.shared.set(self.clock, self.mark, False)
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ the clock
 
-    def _enter(self) -> float:
-        """The program's CPU time since it resumed joins the clock; returns the CPU time now."""
-        cpu = _thread_time()
-        dt = (cpu - self.mark) * self.scale
+    def pause(self) -> bool:
+        """An MPI call begins (nodes.mpi.timing): the program's CPU time so far joins the clock,
+        which stops. False when it was stopped already (a transport call inside an MPI call)."""
+        if self.paused:
+            return False
+        dt = (_thread_time() - self.mark) * self.scale
         if dt > 0:
             self.clock += dt
             self.events.append(["c", dt])
-        return cpu
+        self.paused = True
+        if self.shared is not None:
+            self.shared.set(self.clock, self.mark, True)
+        return True
 
-    def _resume(self) -> None:
+    def resume(self) -> None:
+        """The MPI call returns: the program's CPU time counts again from now."""
+        self.paused = False
         self.mark = _thread_time()
+        if self.shared is not None:
+            self.shared.set(self.clock, self.mark, False)
+
+    def _publish(self) -> None:
+        if self.shared is not None:  # the clock moved inside a call (a wait's answer, a sleep)
+            self.shared.set(self.clock, self.mark, True)
 
     def wtime(self) -> float:
         if not self.virtual:
             return time.monotonic() - self.t0
+        if self.paused:
+            return self.clock - self.vt0
         return self.clock + (_thread_time() - self.mark) * self.scale - self.vt0
 
     # ------------------------------------------------------------------ messages
@@ -77,17 +97,18 @@ class LiveTransport:
     def send(self, dest: int, payload: bytes, nbytes: int) -> None:
         if not self.virtual:
             return self._call(self.comm.send, dest, payload, nbytes=nbytes)
-        cpu = self._enter()
-        self._call(self.comm.send, dest, payload, nbytes=nbytes, vt=self.clock, cpu=cpu)
+        outer = self.pause()
+        self._call(self.comm.send, dest, payload, nbytes=nbytes, vt=self.clock)
         self.events.append(["s", dest, nbytes, self.sent_to[dest]])
         self.sent_to[dest] += 1
-        self._resume()
+        if outer:
+            self.resume()
 
     def wait(self, block: bool, what: str) -> list[tuple[int, bytes]]:
         if not self.virtual:
             return self._wait_dilated(block)
-        cpu = self._enter()
-        self._call(self.comm.sock.send, self._frame("net_wait", vt=self.clock, cpu=cpu,
+        outer = self.pause()
+        self._call(self.comm.sock.send, self._frame("net_wait", vt=self.clock,
                                                     until=None if block else self.clock, what=what[:500]))
         got, msgs = [], []
         while True:
@@ -102,7 +123,10 @@ class LiveTransport:
                 before = self.clock
                 self.clock = max(self.clock, m["vt"])
                 self.events.append(["w", None if block or msgs else self.clock - before, msgs, []])
-                self._resume()
+                if outer:
+                    self.resume()
+                else:
+                    self._publish()
                 return got
 
     def _wait_dilated(self, block: bool) -> list[tuple[int, bytes]]:
@@ -123,10 +147,13 @@ class LiveTransport:
         if not self.virtual:
             time.sleep(seconds)
             return
-        self._enter()
+        outer = self.pause()
         self.clock += seconds
         self.events.append(["c", seconds])
-        self._resume()
+        if outer:
+            self.resume()
+        else:
+            self._publish()
 
     def processor_name(self) -> str:
         return f"{socket.gethostname()}:node{self.comm.nodes[self.rank]}"
@@ -156,13 +183,15 @@ class LiveTransport:
         self.closed = True
         try:
             if self.virtual:
-                self._enter()
+                self.pause()
                 self.comm.sock.send(self._frame("net_bye", vt=self.clock))
                 self.events.append(["e", self.clock - self.vt0])
                 self._write_trace()
             self.comm.close()
         except Exception:  # at exit: the job's end is what matters, not a last frame
             pass
+        if self.shared is not None:
+            self.shared.close()
 
     def _write_trace(self) -> None:
         where = os.environ.get("MCEMU_TRACES")
@@ -174,10 +203,26 @@ class LiveTransport:
         doc = {"version": 1, "job": c.job, "attempt": c.attempt, "rank": self.rank, "size": self.size,
                "nodes": c.nodes, "topology": w.get("topology"), "flit_time_us": w.get("flit_time_us"),
                "flit_bytes": w.get("flit_bytes"), "startup_flits": w.get("startup_flits", 0.0),
-               "cpu_scale": self.scale, "time": "virtual", "events": self.events}
+               "cpu_scale": self.scale, "time": "virtual", "vt0": self.vt0, "events": self.events}
         tmp = d / f".rank-{self.rank}.json.tmp"
         tmp.write_text(json.dumps(doc, separators=(",", ":")))
         os.replace(tmp, d / f"rank-{self.rank}.json")
+
+
+def _shared_clock():
+    """This rank's published clock (emulator.live.vclock) in the cluster's home, which
+    MCEMU_NET names (ipc://HOME/net.sock); None on a network it cannot share memory with."""
+    net = os.environ.get("MCEMU_NET", "")
+    if not net.startswith("ipc://"):
+        return None
+    from emulator.live.vclock import ClockWriter
+
+    home = Path(net[len("ipc://"):]).parent
+    name = f"{os.environ.get('MCEMU_JOB_ID')}.{os.environ.get('MCEMU_ATTEMPT')}.{os.environ.get('MCEMU_RANK')}"
+    try:
+        return ClockWriter(home / "clocks" / name)
+    except OSError:
+        return None
 
 
 __all__ = ["LiveTransport"]

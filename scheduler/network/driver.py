@@ -120,12 +120,17 @@ class NetworkDriver:
 
     # ------------------------------------------------------------------ messages
 
-    def send(self, src: int, dst: int, t: float, tag: object, length: int | None = None) -> None:
+    def send(self, src: int, dst: int, t: float, tag: object, length: int | None = None,
+             order: int | None = None) -> bool:
         """Inject a message at the caller's time ``t`` (a time the model has passed counts as
-        its present: a late sender is late, not in the past); ``length``: its flits (default L)."""
+        its present: a late sender is late, not in the past); ``length``: its flits (default L);
+        ``order``: its rank among injections at the same instant (Wormhole.send). False when the
+        sender was late."""
         net = self.net
         at = self.clock.flits(t)
-        net.send(src, dst, at if at > net.now else net.now, tag, length)
+        late = at < net.now
+        net.send(src, dst, net.now if late else at, tag, length, order)
+        return not late
 
     def advance(self, t: float) -> int:
         """Run the model to the caller's time ``t``; the deliveries it makes certain (their
@@ -166,4 +171,11 @@ class NetworkDriver:
         return delay
 
 
-__all__ = ["Clock", "NetworkDriver", "VIRTUAL"]
+def send_order(rank: int, count: int) -> int:
+    """The tie key of a program's message (Wormhole.send's ``order``): its sender's rank and how
+    many that rank sent before it, the same in the live run and in its replay. Above every
+    plain counter's value, so a background path's injection goes first at a tie."""
+    return (1 << 62) + (rank << 32) + count
+
+
+__all__ = ["Clock", "NetworkDriver", "VIRTUAL", "send_order"]

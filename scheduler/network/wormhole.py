@@ -107,11 +107,15 @@ class Wormhole:
     # ------------------------------------------------------------------ input
 
     def send(self, src: int, dst: int, at: float | None = None, tag: object = None,
-             length: int | None = None) -> None:
+             length: int | None = None, order: int | None = None) -> None:
         """Inject a message from ``src`` to ``dst`` at time ``at`` (flit times; default now),
         which must not be in the past. ``tag`` comes back in its :class:`Delivery`. ``length``:
         this message's flits (default the network's L): a program's message of B bytes is a header
-        plus ceil(B / flit width) flits (nodes.mpi.live), where the text's messages all have L."""
+        plus ceil(B / flit width) flits (nodes.mpi.live), where the text's messages all have L.
+        ``order``: how the injection ranks among those at the same instant (default: the order of
+        the calls); a caller whose calls come in an order of its own (the live interconnect in
+        virtual time, where frames arrive as processes run) gives a key of the sender's, so ties
+        go the same way every run and in the replay (the same key: emulator.sim.replay)."""
         if length is not None and not (isinstance(length, int) and length >= 1):
             raise NetworkError(f"message length must be a positive number of flits, got {length!r}")
         if at is None:
@@ -122,16 +126,17 @@ class Wormhole:
             route = self.channels.route(src, dst)
         except (ValueError, TypeError) as e:
             raise NetworkError(str(e)) from None
-        self.inject(route, at, tag, length)
+        self.inject(route, at, tag, length, order)
 
-    def inject(self, route: tuple, at: float, tag: object, length: int | None = None) -> None:
+    def inject(self, route: tuple, at: float, tag: object, length: int | None = None,
+               order: int | None = None) -> None:
         """:meth:`send` without its checks, for a caller that holds the route
         (``channels.route``) and sends at or after now: the closed loop's next message."""
         self._seq += 1
         self.sent += 1
         self.in_flight += 1
         # a message: [route, index of the channel its header wants, sent, tag, first channel at, flits]
-        heappush(self._heap, (at + self.startup, _INJECT, self._seq,
+        heappush(self._heap, (at + self.startup, _INJECT, self._seq if order is None else order,
                               [route, 0, at, tag, 0.0, self.length if length is None else length]))
 
     def next_time(self) -> float | None:

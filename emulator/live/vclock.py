@@ -1,0 +1,87 @@
+"""A rank's clock where the interconnect can read it: 24 bytes of shared memory.
+
+In virtual time a rank that computes sends no frame, yet the others may wait on its clock
+(emulator.live.vtime: nobody is answered past a computing rank's bound). The rank publishes how
+its clock is made (:class:`ClockWriter`, nodes.mpi.live): the clock at the last moment it was
+set, whether the program is inside an MPI call (``paused``: the clock does not move) and, when
+not, the thread CPU time at which the program resumed. The interconnect reads it
+(:class:`ClockReader`) with the thread's CPU time from the host (/proc schedstat, never ahead of
+the thread's own clock): the rank's clock is at least ``clock + scale * (cpu - mark)``, exactly
+the rank's own rule, so the bound needs no margin and the library's own CPU time (nodes.mpi.timing)
+is never counted.
+
+A seqlock keeps a reader from a half-written record: the writer makes the sequence odd, writes,
+makes it even; a reader that sees it odd or changed tries again (and gives up after a few tries:
+the bound then stays where it was, which is safe). The file lives in ``$MCEMU_HOME/clocks`` (the
+cluster user's; its name comes with the rank's hello).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from pathlib import Path
+
+_REC = struct.Struct("<Iidd")  # sequence, paused, clock (s), mark (thread CPU s)
+SIZE = _REC.size
+
+
+class ClockWriter:
+    """The rank's side: ``set(clock, mark, paused)`` after every change."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.ftruncate(fd, SIZE)
+            self.mm = mmap.mmap(fd, SIZE)
+        finally:
+            os.close(fd)
+        self.seq = 0
+
+    def set(self, clock: float, mark: float, paused: bool) -> None:
+        mm, seq = self.mm, self.seq
+        struct.pack_into("<I", mm, 0, seq + 1)
+        _REC.pack_into(mm, 0, seq + 1, 1 if paused else 0, clock, mark)
+        self.seq = seq + 2
+        struct.pack_into("<I", mm, 0, seq + 2)
+
+    def close(self) -> None:
+        try:
+            self.mm.close()
+            self.path.unlink()
+        except (OSError, ValueError):
+            pass
+
+
+class ClockReader:
+    """The interconnect's side: ``read()`` -> (paused, clock, mark) or None (no consistent read)."""
+
+    def __init__(self, path: Path):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            if os.fstat(fd).st_size != SIZE:
+                raise OSError(f"{path} is not a rank's clock")
+            self.mm = mmap.mmap(fd, SIZE, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+
+    def read(self):
+        mm = self.mm
+        for _ in range(4):
+            seq, paused, clock, mark = _REC.unpack_from(mm, 0)
+            if seq & 1:
+                continue
+            if struct.unpack_from("<I", mm, 0)[0] == seq:
+                return bool(paused), clock, mark
+        return None
+
+    def close(self) -> None:
+        try:
+            self.mm.close()
+        except (OSError, ValueError):
+            pass
+
+
+__all__ = ["ClockReader", "ClockWriter", "SIZE"]
