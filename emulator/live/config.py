@@ -128,8 +128,8 @@ def _net_time(v):
 
 
 def _cpu_scale(v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1e6:
-        raise ValueError(f"--cpu-scale must be a number of node seconds per host CPU second within (0, 1e6], "
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e6:
+        raise ValueError(f"--cpu-scale must be a number of node seconds per host CPU second within 0-1e6, "
                          f"got {v!r}")
     return float(v)
 
@@ -190,7 +190,8 @@ SETTINGS = (
             "messages' delays: results independent of the host; docs/ARCHITECTURE.md) (default {default})",
             default="dilated", check=_net_time, arg={"choices": NET_TIMES}),
     Setting("cpu_scale", POLICY, (DAEMON,), "virtual time: seconds of an emulated node's time per second of host "
-            "CPU a rank uses (default {default})", type=float, default=1.0, check=_cpu_scale, arg={"metavar": "S"}),
+            "CPU a rank's program uses (0: computation takes no time, the clocks move by messages alone) "
+            "(default {default})", type=float, default=1.0, check=_cpu_scale, arg={"metavar": "S"}),
     Setting("flit_bytes", POLICY, (DAEMON,), "bytes per flit: a program's message of B bytes is a header flit plus "
             "ceil(B / flit bytes) flits (default {default}: the text's L = 500 flits is a 1 KB message)", type=int,
             default=2, check=_within("--flit-bytes", 1, 1 << 20), arg={"metavar": "B"}),

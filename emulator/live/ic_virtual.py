@@ -38,7 +38,8 @@ class VirtualMode:
     def __init__(self, ic, net, cfg: dict):
         self.ic, self.net = ic, net
         self.flit_bytes = int(cfg.get("flit_bytes") or 2)
-        self.cpu_scale = float(cfg.get("cpu_scale") or 1.0)
+        scale = cfg.get("cpu_scale")
+        self.cpu_scale = 1.0 if scale is None else float(scale)
         self.driver = NetworkDriver(net, Clock.virtual(1e6 / net.flit_time))  # seconds -> flit times
         self.vt = VirtualTime(self.driver, self._route, self.cpu_scale)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
