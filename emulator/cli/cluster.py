@@ -75,7 +75,12 @@ def cmd_up(args) -> int:
         cfg = st["config"]
         policy = (f"gang {cfg['gang']} (MPL {st['gang']['mpl']})" if cfg.get("gang") and st.get("gang")
                   else f"scheduler {cfg['scheduler']}")
-        net = (f", network {cfg['network']} (dilation {cfg['net_dilation']:g})" if cfg.get("network") else "")
+        net = ""
+        if cfg.get("network") and cfg.get("net_time") == "virtual":
+            net = (f", network {cfg['network']} (virtual time, cpu scale {cfg.get('cpu_scale', 1.0):g}, "
+                   f"{cfg.get('flit_bytes', 2)}-byte flits)")
+        elif cfg.get("network"):
+            net = f", network {cfg['network']} (dilation {cfg['net_dilation']:g})"
         print(f"cluster up in {st['startup_s']:.2f} s: {cfg['topology']} ({st['size']} nodes), "
               f"allocator {cfg['allocator']}, {policy}, time unit {cfg['time_unit']} s{net}; "
               f"home {home}")
