@@ -32,7 +32,25 @@ from scheduler.network.stats import percentile
 from scheduler.network.traffic import Path, PathLoop
 
 
-class PatternTask:
+class Ending:
+    """How both pattern tasks (this one, dilated; nodes.vpattern, virtual) end (module
+    docstring): once its paths have done their messages a rank enters a barrier; when the
+    barrier is done its paths stop (one message each may still be on the way)."""
+
+    def ending(self, bid, stopping: bool, enter, done) -> tuple:
+        """(barrier id, stopping) after this turn; ``enter()`` enters the barrier, ``done(id)``
+        says whether it is done."""
+        if bid is None and all(p.delivered >= self.total for p in self.paths.values()):
+            bid = enter()
+        if bid is not None and not stopping and done(bid):
+            stopping = True
+            self.due.clear()
+            for p in self.paths.values():
+                p.stop()
+        return bid, stopping
+
+
+class PatternTask(Ending):
     """This rank's paths on ``comm`` (the options ``a`` of :func:`main`)."""
 
     def __init__(self, a, comm: Comm, pairs):
@@ -52,13 +70,7 @@ class PatternTask:
         comm = self.comm
         bid, stopping = None, False
         while True:
-            if bid is None and all(p.delivered >= self.total for p in self.paths.values()):
-                bid = comm.ibarrier(group)
-            if bid is not None and not stopping and comm.barrier_done(bid):
-                stopping = True
-                self.due.clear()
-                for p in self.paths.values():
-                    p.stop()
+            bid, stopping = self.ending(bid, stopping, lambda: comm.ibarrier(group), comm.barrier_done)
             if stopping and not self.out:
                 break
             self._send_due(comm.now())

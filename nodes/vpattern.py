@@ -18,10 +18,11 @@ import struct
 
 from emulator.live import protocol as P
 from nodes.comm import Comm, CommError
+from nodes.pattern import Ending
 from scheduler.network.traffic import Path, PathLoop
 
 
-class VirtualPatternTask:
+class VirtualPatternTask(Ending):
     """This rank's paths on ``comm`` in virtual time (``a``: nodes.pattern's options)."""
 
     def __init__(self, a, comm: Comm, pairs):
@@ -39,13 +40,7 @@ class VirtualPatternTask:
     def run(self, group: str | None) -> None:
         bid, stopping = None, False
         while True:
-            if bid is None and all(p.delivered >= self.total for p in self.paths.values()):
-                bid = self._barrier(group)
-            if bid is not None and not stopping and bid in self.barriers:
-                stopping = True
-                self.due.clear()
-                for p in self.paths.values():
-                    p.stop()
+            bid, stopping = self.ending(bid, stopping, lambda: self._barrier(group), self.barriers.__contains__)
             if stopping and not self.out:
                 break
             for pid in [p for p, t in self.due.items() if t <= self.clock]:

@@ -188,34 +188,10 @@ def test_pattern_submit_needs_a_network(cluster):
 
 @pytest.mark.parametrize("mtbs", [25.0])
 def test_agreement_with_net_simulate_chapter6(cluster, tmp_path, mtbs):
-    from emulator.cli.net import pattern_command
     from tests.fixtures import ch6
 
-    n, warm = 200, 20
-    cluster.up("--topology", ch6.TOPOLOGY, "--allocator", "naive", "--scheduler", "fcfs", "--network", "wormhole")
-    # one group: each job keeps sending until both have done their messages, as every path of
-    # `mcemu net simulate` does
-    placed = ch6.place(cluster.client,
-                       ({"shape": [4, 4]}, pattern_command("transpose", 4, 4, mtbs, n, warm, group="ch6")),
-                       ({"shape": [4, 4]}, pattern_command("diagonal", 4, 4, mtbs, n, warm, group="ch6")))
-    want = {placed["inside"]: 12 * n, placed["outside"]: 4 * n}  # paths x measured messages
-
-    def done():
-        js = cluster.client.queue(jobs=list(want))["jobs"]
-        ok = all(j["state"] not in ("queued", "running") and (j["comm"] or {}).get("count") == want[j["id"]]
-                 for j in js)
-        return js if ok else None
-    live = {j["name"]: j for j in wait_for(done, 180, "both jobs and their reports", interval=0.5)}
-    assert all(j["state"] == "completed" for j in live.values()), live
-    f = tmp_path / "jobs.json"
-    f.write_text(json.dumps(ch6.job_file(placed["nodes"], {"inside": mtbs, "outside": mtbs})))
-    sim = cluster.mcemu_json("net", "simulate", "--mesh", "8x8", "--job-file", f, "--messages", n,
-                             "--warmup", warm)
-    for s in sim["jobs"]:
-        got = live[s["name"]]["comm"]["mean_delay_us"]
-        assert abs(got / s["mean_delay_us"] - 1) < 0.10, (s["name"], got, s["mean_delay_us"])
-    for b in placed["blockers"]:
-        cluster.client.cancel(b)
+    for name, live, sim in ch6.agreement(cluster, tmp_path, mtbs, 200, 20):
+        assert abs(live / sim - 1) < 0.10, (name, live, sim)
 
 
 def test_workload_streams_pattern_jobs_whose_run_time_comes_from_their_messages(cluster):

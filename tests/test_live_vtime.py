@@ -113,33 +113,11 @@ def test_bad_calls_are_mpi_errors_in_that_rank_and_change_nothing_else(cluster, 
 
 @pytest.mark.slow
 def test_pattern_jobs_in_virtual_time_agree_with_net_simulate(cluster, tmp_path):
-    from emulator.cli.net import pattern_command
     from tests.fixtures import ch6
 
-    n, warm, mtbs = 100, 20, 25.0
-    cluster.up("--topology", ch6.TOPOLOGY, "--allocator", "naive", "--scheduler", "fcfs", "--network", "wormhole",
-               "--net-time", "virtual")
-    # one group of two jobs: they start together in virtual time and keep sending until both are done
-    placed = ch6.place(cluster.client,
-                       ({"shape": [4, 4]}, pattern_command("transpose", 4, 4, mtbs, n, warm, group="ch6", group_jobs=2)),
-                       ({"shape": [4, 4]}, pattern_command("diagonal", 4, 4, mtbs, n, warm, group="ch6", group_jobs=2)))
-    want = {placed["inside"]: 12 * n, placed["outside"]: 4 * n}
-
-    def done():
-        js = cluster.client.queue(jobs=list(want))["jobs"]
-        ok = all(j["state"] not in ("queued", "running") and (j["comm"] or {}).get("count") == want[j["id"]]
-                 for j in js)
-        return js if ok else None
-    live = {j["name"]: j for j in wait_for(done, 180, "both jobs and their reports", interval=0.5)}
-    assert all(j["state"] == "completed" for j in live.values()), live
-    f = tmp_path / "jobs.json"
-    f.write_text(json.dumps(ch6.job_file(placed["nodes"], {"inside": mtbs, "outside": mtbs})))
-    sim = cluster.mcemu_json("net", "simulate", "--mesh", "8x8", "--job-file", f, "--messages", n, "--warmup", warm)
-    for s in sim["jobs"]:
-        got = live[s["name"]]["comm"]["mean_delay_us"]
-        assert abs(got / s["mean_delay_us"] - 1) < 0.02, (s["name"], got, s["mean_delay_us"])
-    for b in placed["blockers"]:
-        cluster.client.cancel(b)
+    # the two jobs start together in virtual time (--group-jobs 2), whenever each reached its nodes
+    for name, live, sim in ch6.agreement(cluster, tmp_path, 25.0, 100, 20, "--net-time", "virtual", group_jobs=2):
+        assert abs(live / sim - 1) < 0.02, (name, live, sim)
 
 
 def _jacobi(cluster) -> tuple[float, dict]:

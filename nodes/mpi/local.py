@@ -28,6 +28,7 @@ from collections import deque
 from pathlib import Path
 
 from nodes.mpi.errors import TransportError
+from nodes.mpi.transport import WallTransport
 
 _LEN = struct.Struct("<I")
 _CHUNK = 1 << 18
@@ -35,7 +36,7 @@ SHIM = Path(__file__).resolve().parent / "shim"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class LocalTransport:
+class LocalTransport(WallTransport):
     """One rank's end of the full mesh of socketpairs (fds[r] is -1 for its own rank)."""
 
     def __init__(self, rank: int, size: int, fds: list[int]):
@@ -138,15 +139,6 @@ class LocalTransport:
         self._poll.unregister(sock.fileno())
         self._out.pop(peer, None)
         sock.close()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-    def wtime(self) -> float:
-        return time.perf_counter()
-
-    def processor_name(self) -> str:
-        return socket.gethostname()
 
     def close(self) -> None:
         """Write what is still queued (blocking: the peers are still reading or have ended)."""

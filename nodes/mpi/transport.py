@@ -38,7 +38,20 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
-class SingletonTransport:
+class WallTransport:
+    """What the transports in wall time share: the clock, the processor's name, a real sleep."""
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def wtime(self) -> float:
+        return time.perf_counter()
+
+    def processor_name(self) -> str:
+        return socket.gethostname()
+
+
+class SingletonTransport(WallTransport):
     """A world of one rank: sends to itself are queued; waiting on an empty queue can never
     end, so it is reported as a deadlock instead of hanging."""
 
@@ -57,15 +70,6 @@ class SingletonTransport:
         if block and not got:
             raise TransportError("deadlock", f"rank 0 (the only rank) waits for {what}, which no rank can send")
         return got
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-    def wtime(self) -> float:
-        return time.perf_counter()
-
-    def processor_name(self) -> str:
-        return socket.gethostname()
 
     def close(self) -> None:
         pass
