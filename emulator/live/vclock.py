@@ -1,4 +1,4 @@
-"""A rank's clock where the interconnect can read it: 24 bytes of shared memory.
+"""A rank's clock where the interconnect can read it: 32 bytes of shared memory.
 
 In virtual time a rank that computes sends no frame, yet the others may wait on its clock
 (emulator.live.vtime: nobody is answered past a computing rank's bound). The rank publishes how
@@ -8,7 +8,9 @@ not, the thread CPU time at which the program resumed. The interconnect reads it
 (:class:`ClockReader`) with the thread's CPU time from the host (/proc schedstat, never ahead of
 the thread's own clock): the rank's clock is at least ``clock + scale * (cpu - mark)``, exactly
 the rank's own rule, so the bound needs no margin and the library's own CPU time (nodes.mpi.timing)
-is never counted.
+is never counted. The record also counts the frames the rank has sent: frames still on their way
+carry older clocks, so a record is used only once the interconnect has read as many (a send of
+the past must not find the model already past it).
 
 A seqlock keeps a reader from a half-written record: the writer makes the sequence odd, writes,
 makes it even; a reader that sees it odd or changed tries again (and gives up after a few tries:
@@ -22,7 +24,7 @@ import os
 import struct
 from pathlib import Path
 
-_REC = struct.Struct("<Iidd")  # sequence, paused, clock (s), mark (thread CPU s)
+_REC = struct.Struct("<IIddQ")  # sequence, paused, clock (s), mark (thread CPU s), frames sent
 SIZE = _REC.size
 
 
@@ -39,11 +41,14 @@ class ClockWriter:
         finally:
             os.close(fd)
         self.seq = 0
+        # until the rank has a clock (its welcome), a stopped clock at 0: it raises no bound (a
+        # record of zeros would read as "computing since CPU time 0", the whole start-up)
+        self.set(0.0, 0.0, True, 0)
 
-    def set(self, clock: float, mark: float, paused: bool) -> None:
+    def set(self, clock: float, mark: float, paused: bool, frames: int) -> None:
         mm, seq = self.mm, self.seq
         struct.pack_into("<I", mm, 0, seq + 1)
-        _REC.pack_into(mm, 0, seq + 1, 1 if paused else 0, clock, mark)
+        _REC.pack_into(mm, 0, seq + 1, 1 if paused else 0, clock, mark, frames)
         self.seq = seq + 2
         struct.pack_into("<I", mm, 0, seq + 2)
 
@@ -56,7 +61,8 @@ class ClockWriter:
 
 
 class ClockReader:
-    """The interconnect's side: ``read()`` -> (paused, clock, mark) or None (no consistent read)."""
+    """The interconnect's side: ``read()`` -> (paused, clock, mark, frames) or None (no consistent
+    read)."""
 
     def __init__(self, path: Path):
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -70,11 +76,11 @@ class ClockReader:
     def read(self):
         mm = self.mm
         for _ in range(4):
-            seq, paused, clock, mark = _REC.unpack_from(mm, 0)
+            seq, paused, clock, mark, frames = _REC.unpack_from(mm, 0)
             if seq & 1:
                 continue
             if struct.unpack_from("<I", mm, 0)[0] == seq:
-                return bool(paused), clock, mark
+                return bool(paused), clock, mark, frames
         return None
 
     def close(self) -> None:

@@ -35,7 +35,7 @@ emulator.live.interconnect drives it.
 from __future__ import annotations
 
 import math
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 INF = math.inf
 COMPUTING, WAITING, DONE = 0, 1, 2
@@ -55,7 +55,7 @@ class VRank:
     """One rank's clock as the interconnect knows it (times in flit times)."""
 
     __slots__ = ("key", "job", "rank", "state", "vt", "pid", "until", "until_s", "what", "events", "sent",
-                 "gone", "shared", "nsent")
+                 "gone", "shared", "nsent", "ver", "frames")
 
     def __init__(self, key, job, rank: int, pid: int | None):
         self.key, self.job, self.rank, self.pid = key, job, rank, pid
@@ -69,6 +69,8 @@ class VRank:
         self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
         self.gone = False
         self.shared = None  # the clock it publishes (emulator.live.vclock.ClockReader), if any
+        self.ver = 0  # which of its entries in VirtualTime.heap is current (-1: forgotten)
+        self.frames = 0  # its frames with a clock read so far (a published record counts them too)
 
     def bound(self) -> float:
         if self.state == COMPUTING:
@@ -95,6 +97,10 @@ class VirtualTime:
         self.ranks: dict = {}
         self.released = 0.0  # the latest answer: a job that starts now starts here
         self.stuck = 0.0  # step's: the latest time a waiting rank could not be answered at
+        # every rank by bound, lazily: (bound, counter, version, rank); an entry whose version is
+        # not its rank's is stale. A turn looks at the smallest bounds, not at every rank.
+        self.heap: list = []
+        self._hseq = 0
         self._seq = 0
         # barriers entered and not complete: key (a job, or a group's name) -> ({VRank: (entry, frame)},
         # members: () -> the VRanks that must enter)
@@ -108,11 +114,28 @@ class VirtualTime:
         for rank, (key, pid) in enumerate(zip(keys, pids)):
             r = self.ranks[key] = VRank(key, job, rank, pid)
             r.vt = vt0
+            self._touch(r)
         return vt0
+
+    def _touch(self, r: VRank) -> None:
+        """``r``'s bound changed: its current entry in the heap."""
+        r.ver += 1
+        self._hseq += 1
+        heappush(self.heap, (r.bound(), self._hseq, r.ver, r))
+        if len(self.heap) > 8 * len(self.ranks) + 64:  # mostly stale entries: start again
+            self.heap = [e for e in self.heap if e[2] == e[3].ver]
+            heapify(self.heap)
+
+    def _top(self):
+        heap = self.heap
+        while heap and heap[0][2] != heap[0][3].ver:
+            heappop(heap)
+        return heap[0] if heap else None
 
     def forget(self, job) -> None:
         for key in [k for k, r in self.ranks.items() if r.job is job]:
             r = self.ranks.pop(key)
+            r.ver = -1
             if r.shared is not None:
                 r.shared.close()
         self.barriers.pop(job, None)
@@ -142,6 +165,8 @@ class VirtualTime:
         for m, (_, frame) in entered.items():
             self._seq += 1
             heappush(m.events, (at, self._seq, frame))
+            if m.state == WAITING:
+                self._touch(m)
 
     def _barrier_bounds(self) -> dict:
         """Waiting members of an incomplete barrier -> the earliest time it can complete."""
@@ -168,23 +193,25 @@ class VirtualTime:
         asked for would ask again for ever)."""
         return r.until_s if r.until_s is not None and at == r.until else self.clock.time(at)
 
-    def report(self, r: VRank, vt_s: float) -> None:
-        """A frame of ``r`` stamped with its clock (seconds): it is computing."""
+    def report(self, r: VRank, vt_s: float, state: int = COMPUTING) -> None:
+        """A frame of ``r`` stamped with its clock (seconds): it is computing (or ``state``)."""
         t = self.flits(vt_s)
         if t > r.vt:
             r.vt = t
-        r.state = COMPUTING
+        r.frames += 1
+        r.state = state
+        if state != WAITING:
+            self._touch(r)
 
     def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str) -> None:
-        self.report(r, vt_s)
-        r.state = WAITING
+        self.report(r, vt_s, WAITING)
         r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
         r.until_s = until_s if until_s is not None and r.until == self.flits(until_s) else None
         r.what = what
+        self._touch(r)
 
     def bye(self, r: VRank, vt_s: float) -> None:
-        self.report(r, vt_s)
-        r.state = DONE
+        self.report(r, vt_s, DONE)
 
     def refresh(self, below: float = INF) -> None:
         """Grow the bounds of the computing ranks below ``below`` from the clocks they publish and
@@ -204,14 +231,15 @@ class VirtualTime:
     def _published(self, r: VRank, cpu: float) -> None:
         """The bound from the clock the rank publishes: its own rule, with the host's CPU time."""
         got = r.shared.read()
-        if got is None:
+        if got is None or got[3] != r.frames:  # frames on their way carry older clocks: not yet
             return
-        paused, clock, mark = got
+        paused, clock, mark, _ = got
         if not paused and cpu > mark:
             clock += (cpu - mark) * self.scale
         t = self.flits(clock)
         if t > r.vt:
             r.vt = t
+            self._touch(r)
 
     # ------------------------------------------------------------------ the decisions
 
@@ -229,12 +257,13 @@ class VirtualTime:
         return answers
 
     def _advance(self) -> None:
-        net, ranks = self.net, self.ranks
+        net = self.net
         while True:
             nt = net.next_time()
             if nt is None:
                 return
-            c = min((r.bound() for r in ranks.values()), default=INF)
+            top = self._top()
+            c = INF if top is None else top[0]
             until = INF if c == INF else math.nextafter(c, -INF)
             if nt > until:
                 return
@@ -245,22 +274,38 @@ class VirtualTime:
                 for r, frame in self.route(d):
                     self._seq += 1
                     heappush(r.events, (d.delivered, self._seq, frame))
+                    if r.state == WAITING:
+                        self._touch(r)
 
     def _answer(self) -> list:
-        first = second = INF  # the two smallest bounds, and whose the smallest is
-        who = None
-        for r in self.ranks.values():
-            b = r.bound()
-            if b < first:
-                first, second, who = b, first, r
-            elif b < second:
-                second = b
+        """Answer the waiting ranks that can be: only ranks whose bound is within the shortest
+        latency of the smallest one can (module docstring), so a turn looks at that window of
+        the heap and not at every rank."""
+        top = self._top()
+        self.stuck = 0.0
+        if top is None:
+            return []
+        heap, first, minlat = self.heap, top[0], self.minlat
+        window = []
+        while heap:
+            e = heappop(heap)
+            if e[2] != e[3].ver:
+                continue
+            if e[0] >= first + minlat and window:
+                heappush(heap, e)
+                break
+            window.append(e)
+        nxt = self._top()
+        second = window[1][0] if len(window) > 1 else (INF if nxt is None else nxt[0])
+        for e in window:
+            heappush(heap, e)
+        if window[0][3].state == COMPUTING:
+            self.stuck = INF  # whoever waits may wait for its clock: read it (refresh)
         nt = self.net.next_time()
         model = INF if nt is None else nt
         barrier = self._barrier_bounds() if self.barriers else {}
         out = []
-        stuck = 0.0
-        for r in self.ranks.values():
+        for b, _, _, r in window:
             if r.state != WAITING:
                 continue
             a = r.until
@@ -268,8 +313,9 @@ class VirtualTime:
                 a = r.events[0][0]
             if a == INF:
                 continue
-            if a > model or a >= (second if r is who else first) + self.minlat or (r in barrier and a >= barrier[r]):
-                stuck = a if a > stuck else stuck
+            if a > model or a >= (second if r is window[0][3] else first) + minlat or \
+                    (r in barrier and a >= barrier[r]):
+                self.stuck = max(self.stuck, a)
                 continue
             frames = []
             while r.events and r.events[0][0] <= a:
@@ -279,8 +325,8 @@ class VirtualTime:
                 r.vt = a
             if a > self.released:
                 self.released = a
+            self._touch(r)
             out.append((r, r.vt, frames))
-        self.stuck = stuck
         return out
 
     def deadlocked(self) -> list:

@@ -54,8 +54,9 @@ class LiveTransport:
         self.got_from = defaultdict(int)
         self.mark = _thread_time()  # CPU time when the program last resumed
         self.paused = False  # inside an MPI call: the library's CPU time is not the program's (nodes.mpi.timing)
+        self.frames = 0  # frames sent with a clock (send, wait, bye): the published record says how many
         if self.shared is not None:
-            self.shared.set(self.clock, self.mark, False)
+            self.shared.set(self.clock, self.mark, False, 0)
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ the clock
@@ -65,13 +66,17 @@ class LiveTransport:
         which stops. False when it was stopped already (a transport call inside an MPI call)."""
         if self.paused:
             return False
+        if self.shared is not None:
+            # stopped first, at the clock it had: a reader that saw "running" read the host's CPU
+            # time before this, so its bound stays below the clock computed next
+            self.shared.set(self.clock, self.mark, True, self.frames)
         dt = (_thread_time() - self.mark) * self.scale
         if dt > 0:
             self.clock += dt
             self.events.append(["c", dt])
         self.paused = True
         if self.shared is not None:
-            self.shared.set(self.clock, self.mark, True)
+            self.shared.set(self.clock, self.mark, True, self.frames)
         return True
 
     def resume(self) -> None:
@@ -79,11 +84,11 @@ class LiveTransport:
         self.paused = False
         self.mark = _thread_time()
         if self.shared is not None:
-            self.shared.set(self.clock, self.mark, False)
+            self.shared.set(self.clock, self.mark, False, self.frames)
 
     def _publish(self) -> None:
         if self.shared is not None:  # the clock moved inside a call (a wait's answer, a sleep)
-            self.shared.set(self.clock, self.mark, True)
+            self.shared.set(self.clock, self.mark, True, self.frames)
 
     def wtime(self) -> float:
         if not self.virtual:
@@ -98,6 +103,7 @@ class LiveTransport:
         if not self.virtual:
             return self._call(self.comm.send, dest, payload, nbytes=nbytes)
         outer = self.pause()
+        self.frames += 1
         self._call(self.comm.send, dest, payload, nbytes=nbytes, vt=self.clock)
         self.events.append(["s", dest, nbytes, self.sent_to[dest]])
         self.sent_to[dest] += 1
@@ -108,6 +114,7 @@ class LiveTransport:
         if not self.virtual:
             return self._wait_dilated(block)
         outer = self.pause()
+        self.frames += 1
         self._call(self.comm.sock.send, self._frame("net_wait", vt=self.clock,
                                                     until=None if block else self.clock, what=what[:500]))
         got, msgs = [], []
@@ -184,6 +191,7 @@ class LiveTransport:
         try:
             if self.virtual:
                 self.pause()
+                self.frames += 1
                 self.comm.sock.send(self._frame("net_bye", vt=self.clock))
                 self.events.append(["e", self.clock - self.vt0])
                 self._write_trace()

@@ -121,16 +121,13 @@ class NetworkDriver:
     # ------------------------------------------------------------------ messages
 
     def send(self, src: int, dst: int, t: float, tag: object, length: int | None = None,
-             order: int | None = None) -> bool:
+             order: int | None = None) -> None:
         """Inject a message at the caller's time ``t`` (a time the model has passed counts as
         its present: a late sender is late, not in the past); ``length``: its flits (default L);
-        ``order``: its rank among injections at the same instant (Wormhole.send). False when the
-        sender was late."""
+        ``order``: its rank among injections at the same instant (Wormhole.send)."""
         net = self.net
         at = self.clock.flits(t)
-        late = at < net.now
-        net.send(src, dst, net.now if late else at, tag, length, order)
-        return not late
+        net.send(src, dst, at if at > net.now else net.now, tag, length, order)
 
     def advance(self, t: float) -> int:
         """Run the model to the caller's time ``t``; the deliveries it makes certain (their
