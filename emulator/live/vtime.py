@@ -244,8 +244,10 @@ class VirtualTime:
     # ------------------------------------------------------------------ the decisions
 
     def step(self) -> list:
-        """Run the model as far as is safe and answer what can be answered: [(VRank, at in
-        flits, frames)] (module docstring). Leaves in :attr:`stuck` the latest time a waiting
+        """Run the model as far as is safe and answer what can be answered: [(VRank, answer time
+        in flits, frames)] (module docstring). The answer is its time, not the rank's clock: a
+        rank ahead of it keeps its own clock as it is, not one that went to flit times and back
+        (an ulp off, which changed which of two sends won a channel at a later tie). Leaves in :attr:`stuck` the latest time a waiting
         rank could not be answered at (0: none), below which :meth:`refresh` may help."""
         answers: list = []
         while True:
@@ -326,7 +328,7 @@ class VirtualTime:
             if a > self.released:
                 self.released = a
             self._touch(r)
-            out.append((r, r.vt, frames))
+            out.append((r, a, frames))  # the rank's clock becomes max(its own, a): it takes the max
         return out
 
     def deadlocked(self) -> list:
