@@ -323,8 +323,12 @@ class VirtualTime:
             while r.events and r.events[0][0] <= a:
                 frames.append(heappop(r.events)[2])
             r.state = COMPUTING
-            if a > r.vt:
-                r.vt = a
+            # the rank's clock after the answer, as it will say it: its seconds, back in flit times
+            # (the model's ``a`` may be an ulp off that; a bound an ulp above the rank's next send
+            # let the model take an event of that very instant first, and the replay did not)
+            t = self.flits(self.answer_s(r, a))
+            if t > r.vt:
+                r.vt = t
             if a > self.released:
                 self.released = a
             self._touch(r)
