@@ -120,6 +120,9 @@ class VirtualMode:
         r = self.rank(j, rank)
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello", m["id"])
+        if dst == j.nodes[rank]:  # no channel: it could arrive at the instant it leaves (vtime's rule)
+            return self.ic._error(ident, "self-send", "in virtual time a rank does not send to itself (MPI "
+                                                      "hands such a message over without the network)", m["id"])
         vt = m.get("vt", 0.0)
         self.vt.report(r, vt)
         nbytes = m.get("nbytes")

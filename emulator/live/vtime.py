@@ -78,7 +78,7 @@ class VRank:
         if self.state == WAITING:
             t = self.until
             if self.events and self.events[0][0] < t:
-                t = self.events[0][0]
+                t = self.events[0][3]  # when it resumes: its own seconds of it (an ulp may lie between)
             return t if t > self.vt else self.vt
         return INF
 
@@ -164,7 +164,7 @@ class VirtualTime:
         at = max((t for t, _ in entered.values()), default=0.0)
         for m, (_, frame) in entered.items():
             self._seq += 1
-            heappush(m.events, (at, self._seq, frame))
+            heappush(m.events, (at, self._seq, frame, self._resume_at(at)))
             if m.state == WAITING:
                 self._touch(m)
 
@@ -186,6 +186,12 @@ class VirtualTime:
 
     def seconds(self, flits: float) -> float:
         return self.clock.time(flits)
+
+    def _resume_at(self, t: float) -> float:
+        """The earliest flit time a rank woken by an event at ``t`` says it is at: the rank holds
+        seconds, and seconds of ``t`` back in flit times may lie an ulp below ``t``."""
+        u = self.flits(self.clock.time(t))
+        return u if u < t else t
 
     def answer_s(self, r: VRank, at: float) -> float:
         """An answer's time in the rank's seconds: at its ``until``, the number it gave (seconds to
@@ -275,7 +281,7 @@ class VirtualTime:
             for d in got:
                 for r, frame in self.route(d):
                     self._seq += 1
-                    heappush(r.events, (d.delivered, self._seq, frame))
+                    heappush(r.events, (d.delivered, self._seq, frame, self._resume_at(d.delivered)))
                     if r.state == WAITING:
                         self._touch(r)
 
@@ -315,7 +321,9 @@ class VirtualTime:
                 a = r.events[0][0]
             if a == INF:
                 continue
-            if a > model or a >= (second if r is window[0][3] else first) + minlat or \
+            # a delivery not known yet comes at least a flit after the model's next event (a header
+            # crosses a channel first: the interconnect refuses a virtual-time send to itself)
+            if a >= model + 1 or a >= (second if r is window[0][3] else first) + minlat or \
                     (r in barrier and a >= barrier[r]):
                 self.stuck = max(self.stuck, a)
                 continue
