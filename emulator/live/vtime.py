@@ -18,9 +18,13 @@ be woken, ``min(until, its first known event)``; infinity when done or waiting f
 * a waiting rank is answered at ``a = min(until, first event)`` with every event due by ``a`` once
   no event due by ``a`` can still appear: an unsent message of another rank arrives at the
   earliest ``bound + (k_0 + 1)`` flit times (strictly after the bound: start-up, one hop), and a
-  message in the model whose header has not arrived is delivered after the model's next event.
-  Answering a rank never lowers a bound (it resumes at ``a``, which was its bound), so every rank
-  answerable in a pass is answered in that pass.
+  message in the model whose header has not arrived is delivered at least a flit after the
+  model's next event (its header crosses a channel first; no rank sends to itself). Answering a
+  rank never lowers a bound (it resumes at ``a``, which was its bound), so every rank answerable
+  in a pass is answered in that pass.
+* a rank's bound is always in its own representation: it holds seconds, and a delivery's time
+  in seconds, back in flit times, may lie an ulp below the model's; with the model's time, the
+  model could take an event of the very instant the rank then sends at.
 
 The decisions depend only on the clocks the ranks report, not on when their frames arrive: the
 same program gives the same times on an idle host and on a loaded one.
