@@ -169,13 +169,38 @@ class Comm:
             self.wait(self._ids)
         return self._ids
 
-    def ibarrier(self, group: str | None = None) -> int:
+    def ibarrier(self, group: str | None = None, vt: float | None = None) -> int:
         """Enter the job's next barrier without waiting; done when ``barrier_done(id)``.
         ``group`` (the one given to ``Comm``): done when every rank of every running job of
-        that group has entered one (jobs that wait for each other across the cluster)."""
+        that group has entered one (jobs that wait for each other across the cluster). ``vt``:
+        the rank's clock in virtual time (the barrier is done at the latest entry)."""
         self._ids += 1
-        self.sock.send(P.encode("net_barrier", id=self._ids, **({"group": group} if group else {})))
+        fields = {"group": group} if group else {}
+        if vt is not None:
+            fields["vt"] = vt
+        self.sock.send(P.encode("net_barrier", id=self._ids, **fields))
         return self._ids
+
+    # ------------------------------------------------------------------ virtual time
+
+    def vwait(self, vt: float, until: float | None, what: str = "") -> tuple[list, float]:
+        """Virtual time (emulator.live.ic_virtual): this rank, at clock ``vt``, waits until
+        ``until`` (None: its next event). Returns the frames of the answer (net_msg,
+        net_delivered, ok), in order, and the answer's time; an ``error`` raises CommError."""
+        self.sock.send(P.encode_unchecked("net_wait", vt=vt, until=until, what=what[:500]))
+        got = []
+        while True:
+            m = self._read(None)
+            t = m["type"]
+            if t == "net_go":
+                return got, m["vt"]
+            if t == "error":
+                raise CommError(m["code"], m["message"], m.get("id"))
+            got.append(m)
+
+    def bye(self, vt: float) -> None:
+        """Virtual time: this rank has ended at clock ``vt`` (it bounds nobody any more)."""
+        self.sock.send(P.encode_unchecked("net_bye", vt=vt))
 
     def barrier_done(self, bid: int) -> bool:
         if bid in self.barriers:

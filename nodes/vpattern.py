@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import struct
 
-from emulator.live import protocol as P
-from nodes.comm import Comm, CommError
+from nodes.comm import Comm
 from nodes.pattern import Ending
 from scheduler.network.traffic import Path, PathLoop
 
@@ -40,7 +39,8 @@ class VirtualPatternTask(Ending):
     def run(self, group: str | None) -> None:
         bid, stopping = None, False
         while True:
-            bid, stopping = self.ending(bid, stopping, lambda: self._barrier(group), self.barriers.__contains__)
+            bid, stopping = self.ending(bid, stopping, lambda: self.comm.ibarrier(group, vt=self.clock),
+                                        self.barriers.__contains__)
             if stopping and not self.out:
                 break
             for pid in [p for p, t in self.due.items() if t <= self.clock]:
@@ -50,23 +50,15 @@ class VirtualPatternTask(Ending):
                                      vt=self.clock, notice=True)
                 self.out[mid] = pid
             self._wait(min(self.due.values(), default=None))
-        last = self._barrier(None)
+        last = self.comm.ibarrier(vt=self.clock)
         while last not in self.barriers:
             self._wait(None)
-        self.comm.sock.send(P.encode_unchecked("net_bye", vt=self.clock))
-
-    def _barrier(self, group) -> int:
-        self.comm._ids += 1
-        fields = {"group": group} if group else {}
-        self.comm.sock.send(P.encode_unchecked("net_barrier", id=self.comm._ids, vt=self.clock, **fields))
-        return self.comm._ids
+        self.comm.bye(self.clock)
 
     def _wait(self, until: float | None) -> None:
         """One wait: until ``until`` (None: the next event), then what it brought."""
-        comm = self.comm
-        comm.sock.send(P.encode_unchecked("net_wait", vt=self.clock, until=until, what="pattern"))
-        while True:
-            m = comm._read(None)
+        frames, at = self.comm.vwait(self.clock, until, "pattern")
+        for m in frames:
             t = m["type"]
             if t == "net_msg":
                 self.received += 1
@@ -77,11 +69,7 @@ class VirtualPatternTask(Ending):
                     self.due[pid] = nxt
             elif t == "ok":
                 self.barriers.add(m["id"])
-            elif t == "error":
-                raise CommError(m["code"], m["message"], m.get("id"))
-            elif t == "net_go":
-                self.clock = max(self.clock, m["vt"])
-                return
+        self.clock = max(self.clock, at)
 
     def report(self) -> dict:
         delays = [d for p in self.paths.values() for d in p.delays]

@@ -47,7 +47,6 @@ class VirtualMode:
         self.vt = VirtualTime(self.driver, self._route, self.cpu_scale)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
         self.failed: set = set()
-        self.late = 0  # sends behind the model (none, while the bounds hold)
         self.ready: dict = {}  # group -> its jobs whose ranks are all in, waiting for the others (group_jobs)
         self._refresh = None
 
@@ -136,7 +135,6 @@ class VirtualMode:
         # the same order every run and in the replay (emulator.sim.replay)
         behind = self.net.now - self.vt.flits(vt)
         if behind > LATE:  # a bound that passed the rank's clock: a bug, said loudly
-            self.late += 1
             log.warning("job %d rank %d sent at %.9f s, %.3f flit times behind the model: injected late",
                         j.id, rank, vt, behind)
         self.driver.send(j.nodes[rank], dst, vt, ic._tag, length, send_order(rank, r.nsent))

@@ -59,7 +59,7 @@ class VRank:
     """One rank's clock as the interconnect knows it (times in flit times)."""
 
     __slots__ = ("key", "job", "rank", "state", "vt", "pid", "until", "until_s", "what", "events", "sent",
-                 "gone", "shared", "nsent", "ver", "frames")
+                 "shared", "nsent", "ver", "frames")
 
     def __init__(self, key, job, rank: int, pid: int | None):
         self.key, self.job, self.rank, self.pid = key, job, rank, pid
@@ -71,7 +71,6 @@ class VRank:
         self.events: list = []  # (due, seq, frame): deliveries and notices for it, certain, not handed over
         self.sent = 0  # its messages still in the model
         self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
-        self.gone = False
         self.shared = None  # the clock it publishes (emulator.live.vclock.ClockReader), if any
         self.ver = 0  # which of its entries in VirtualTime.heap is current (-1: forgotten)
         self.frames = 0  # its frames with a clock read so far (a published record counts them too)
@@ -234,7 +233,7 @@ class VirtualTime:
                 continue
             now = self.cpu(r.pid)
             if now is None:
-                r.state, r.gone = DONE, True
+                r.state = DONE
             elif r.shared is not None:
                 self._published(r, now)
 

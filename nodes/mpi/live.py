@@ -115,26 +115,22 @@ class LiveTransport:
             return self._wait_dilated(block)
         outer = self.pause()
         self.frames += 1
-        self._call(self.comm.sock.send, self._frame("net_wait", vt=self.clock,
-                                                    until=None if block else self.clock, what=what[:500]))
+        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what)
         got, msgs = [], []
-        while True:
-            m = self._read()
-            t = m["type"]
-            if t == "net_msg":
+        for m in frames:
+            if m["type"] == "net_msg":
                 src = m["source"]
                 got.append((src, m["data"]))
                 msgs.append([src, self.got_from[src], m["due"] - self.vt0])
                 self.got_from[src] += 1
-            elif t == "net_go":
-                before = self.clock
-                self.clock = max(self.clock, m["vt"])
-                self.events.append(["w", None if block or msgs else self.clock - before, msgs, []])
-                if outer:
-                    self.resume()
-                else:
-                    self._publish()
-                return got
+        before = self.clock
+        self.clock = max(self.clock, at)
+        self.events.append(["w", None if block or msgs else self.clock - before, msgs, []])
+        if outer:
+            self.resume()
+        else:
+            self._publish()
+        return got
 
     def _wait_dilated(self, block: bool) -> list[tuple[int, bytes]]:
         comm, got = self.comm, []
@@ -167,22 +163,11 @@ class LiveTransport:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _frame(self, kind: str, **fields) -> bytes:
-        from emulator.live import protocol as P
-
-        return P.encode_unchecked(kind, **fields)
-
     def _call(self, fn, *args, **kw):
         try:
             return fn(*args, **kw)
         except CommError as e:
             raise TransportError(e.code, str(e)) from None
-
-    def _read(self) -> dict:
-        m = self.comm._read(None)
-        if m["type"] == "error":
-            raise TransportError(m["code"], m["message"])
-        return m
 
     def close(self) -> None:
         if self.closed:
@@ -192,7 +177,7 @@ class LiveTransport:
             if self.virtual:
                 self.pause()
                 self.frames += 1
-                self.comm.sock.send(self._frame("net_bye", vt=self.clock))
+                self.comm.bye(self.clock)
                 self.events.append(["e", self.clock - self.vt0])
                 self._write_trace()
             self.comm.close()
