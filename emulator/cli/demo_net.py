@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from emulator.cli import UsageError
 
-NET_DEFAULTS = {"topology": "mesh:8x8", "allocator": "first-fit", "scheduler": "fcfs", "time_unit": 1.0,
+NET_DEFAULTS = {"topology": "mesh:8x8", "scheduler": "fcfs", "time_unit": 1.0,
                 "load": 0.3, "service_mean": 5.0, "max_side": 4, "dilation": 1000.0}
 PATTERNS = ("transpose", "stencil", "ring", "diagonal", "permutation")
 # a pattern job's messages: few enough to end in seconds at the default dilation (a message of

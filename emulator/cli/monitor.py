@@ -26,7 +26,8 @@ from emulator.cli.lifecycle import cluster_processes, start_cluster, stop_cluste
 from emulator.live import config as configmod
 from emulator.live import home as homemod
 
-DEMO_DEFAULTS = {"topology": "hypercube:4", "allocator": "buddy", "scheduler": "lazy", "seconds": 60.0,
+# no allocator: the topology's (scheduler.allocators.default)
+DEMO_DEFAULTS = {"topology": "hypercube:4", "scheduler": "lazy", "seconds": 60.0,
                  "load": 0.9, "time_unit": 0.2, "service_mean": 5.0}
 
 
@@ -164,7 +165,10 @@ def _demo_settings(args) -> tuple[dict, float, float, float]:
     from emulator.cli.demo_net import NET_DEFAULTS
 
     d = {**DEMO_DEFAULTS, **NET_DEFAULTS} if args.network else DEMO_DEFAULTS
-    cfg = {"topology": args.topology or d["topology"], "allocator": args.allocator or d["allocator"],
+    from scheduler.allocators import default  # lazy: every allocator, at start-up of every mcemu command
+
+    topology = args.topology or d["topology"]
+    cfg = {"topology": topology, "allocator": args.allocator or default(topology),  # a bad topology: ValueError
            "scheduler": args.scheduler or d["scheduler"]}
     # `is None`, not `or`: --load 0 is a mistake to report, not a request for the default
     unit = d["time_unit"] if args.time_unit is None else args.time_unit

@@ -1,4 +1,5 @@
-"""``mcemu policies``: what is registered, by kind."""
+"""``mcemu policies``: what is registered, by kind; which allocator is the default on which
+topology (scheduler.allocators.DEFAULTS)."""
 from __future__ import annotations
 
 import importlib
@@ -32,22 +33,33 @@ def registries() -> dict:
     return out
 
 
+def _marked_defaults(regs: dict, defaults: dict) -> None:
+    """Each default allocator's line says on which topology it is the default."""
+    allocs = regs.get("allocators", {})
+    for kind, name in defaults.items():
+        if name in allocs:
+            allocs[name] = f"(default on a {kind}) {allocs[name]}"
+
+
 def run(args) -> int:
     regs = registries()
+    allocs = importlib.import_module("scheduler.allocators")
     if args.json:
-        allocs = importlib.import_module("scheduler.allocators")
         data = {k: sorted(v) for k, v in regs.items()}
         data["allocator_topologies"] = {n: list(allocs.REGISTRY.get(n).kinds) for n in allocs.names()}
+        data["allocator_defaults"] = dict(allocs.DEFAULTS)  # topology kind -> the allocator used when none is named
         print_json(data)
         return 0
     from rich.console import Console  # lazy: Rich costs 14 ms at start-up of every mcemu command
     from rich.table import Table
+    from rich.text import Text
 
+    _marked_defaults(regs, allocs.DEFAULTS)
     console = Console()
     for label, entries in regs.items():
         t = Table(title=label, title_justify="left", show_header=False, box=None, pad_edge=False)
         for n, doc in entries.items():
-            t.add_row(f"[bold]{n}[/]", doc)
+            t.add_row(Text(n, style="bold"), Text(doc))  # Text: a plugin's doc is not markup
         console.print(t)
         console.print()
     return 0

@@ -86,10 +86,12 @@ def _jobs(args, topo, profiles=None):
 
 def run(args) -> int:
     from emulator.sim.simulator import Simulation  # lazy: see the module docstring
+    from scheduler import allocators
     from scheduler.stack import StackConfig, build
     from scheduler.topology import parse_topology
 
     topo = parse_topology(args.topology)
+    args.allocator = args.allocator or allocators.default(topo)  # the topology's when none is named
     if args.time is None and args.jobs is None and not args.trace:
         raise UsageError("give --time T (observation time) or --jobs N (completions)")
     if args.time is not None and args.time <= 0:
@@ -276,7 +278,7 @@ def add_commands(sub) -> None:
                        description="Run the policies in virtual time on a synthetic Poisson "
                                    "workload or a Standard Workload Format trace.")
     p.add_argument("--topology", default="hypercube:10", help="hypercube:N or mesh:WxH")
-    p.add_argument("--allocator", default="buddy")
+    p.add_argument("--allocator", help="allocator name (default: the topology's, which `mcemu policies` names)")
     p.add_argument("--scheduler", default=None, help="discipline (default fcfs; not with --gang)")
     p.add_argument("--reduction", default=None, help="rsr:T, limit:K, limit:greedy, limit:average")
     p.add_argument("--gang", default=None, help="gang policy (time sharing; none: no time sharing)")

@@ -135,14 +135,15 @@ def _cpu_scale(v):
 
 
 _UP_DEMO = ("up", "demo")
-# In `mcemu up --help`'s order. The defaults of topology, allocator and scheduler are the
-# policy stack's (scheduler.stack.DEFAULT_*, which tests/test_cli_config.py compares): not imported,
-# which would cost every mcemu command 43 ms (the stack imports every policy), measured
+# In `mcemu up --help`'s order. The defaults of topology and scheduler are the policy stack's
+# (scheduler.stack.DEFAULT_*, which tests/test_cli_config.py compares): not imported, which would
+# cost every mcemu command 43 ms (the stack imports every policy), measured. The allocator's
+# follows the topology: None here, ``resolve`` asks scheduler.allocators.default
 SETTINGS = (
     Setting("topology", POLICY, (DAEMON,), "hypercube:N or mesh:WxH (default {default})", default="hypercube:4",
             commands=_UP_DEMO),
-    Setting("allocator", POLICY, (DAEMON,), "allocator name (default {default})", default="buddy",
-            commands=_UP_DEMO),
+    Setting("allocator", POLICY, (DAEMON,), "allocator name (default: the topology's, which "
+            "`mcemu policies` names)", commands=_UP_DEMO),
     Setting("scheduler", POLICY, (DAEMON,), "discipline name (default {default})", shown="lazy",
             commands=_UP_DEMO),  # None: the stack's live discipline, unless --gang
     Setting("reduction", POLICY, (DAEMON,), "size reduction, e.g. rsr:T or limit:K", none=True),
@@ -320,6 +321,10 @@ class Schema:
             if cfg["gang"] is None and cfg["scheduler"] is None:
                 cfg["scheduler"] = DEFAULT_DISCIPLINE["live"]
         cfg["params"] = dict(cfg["params"] or {})
+        if cfg.get("allocator") is None and "allocator" in self.by_name:
+            from scheduler.allocators import default as default_allocator  # lazy: see SETTINGS
+
+            cfg["allocator"] = default_allocator(cfg["topology"])
         for s in self.settings:
             if s.stored and s.check is not None:
                 cfg[s.name] = s.check(cfg[s.name])
