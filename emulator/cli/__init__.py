@@ -10,6 +10,8 @@ import argparse
 import contextlib
 import importlib
 import json
+import os
+import select
 import signal
 import sys
 import threading
@@ -76,7 +78,61 @@ def exit_on_termination():
             signal.signal(s, h)
 
 
+SIGPIPE_STATUS = 128 + 13  # what a shell reports for a tool ended by SIGPIPE: `mcemu queue | head -1`
+
+
+def _file_id(st) -> tuple:
+    return st.st_dev, st.st_ino
+
+
+def _stdout_id():
+    try:
+        return _file_id(os.fstat(1))
+    except OSError:
+        return None
+
+
+def _stdout_gone(before) -> bool:
+    """Whether standard output is a pipe nobody reads any more: the pipe reports POLLERR once
+    its reader is closed; or Rich found it so and put /dev/null in its place (its Console's
+    ``on_broken_pipe``, then SystemExit(1)). ``before``: standard output's ``_stdout_id`` when
+    the command started."""
+    now = _stdout_id()
+    if now is not None and now != before:
+        return now == _file_id(os.stat(os.devnull))
+    try:
+        p = select.poll()
+        p.register(1, select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in p.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _quiet_on_closed_stdout() -> int:
+    """A command whose reader went away ends quietly, as a Unix tool does: nothing on stderr,
+    status 141; what is left in the buffer goes to /dev/null (not an "Exception ignored" at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    return SIGPIPE_STATUS
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit status. A user error is one line on stderr and status 2; a
+    closed standard output (``mcemu nodes | head -1``) is status 141 and nothing on stderr:
+    handled here, for every command (and ``--help``), and nowhere else."""
+    before = _stdout_id()
+    try:
+        code = _main(argv, before)
+        sys.stdout.flush()  # a closed pipe shows here when the output fit in the buffer
+        return code
+    except (BrokenPipeError, SystemExit):
+        if not _stdout_gone(before):
+            raise
+        return _quiet_on_closed_stdout()
+
+
+def _main(argv, before) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -88,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except (UsageError, ValueError, KeyError, OSError) as e:
+        if isinstance(e, BrokenPipeError) and _stdout_gone(before):
+            raise  # main's: quiet
         msg = e.args[0] if isinstance(e, KeyError) and e.args and not str(e).startswith("unknown") else e
         print(f"mcemu {args.command}: error: {msg}", file=sys.stderr)
         return 2

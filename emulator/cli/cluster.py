@@ -125,6 +125,8 @@ def _check_listen(home, listen: str, insecure: bool) -> None:
 
 
 def cmd_down(args) -> int:
+    if args.connect:
+        return _down_remote(args)
     home = homemod.home_dir()
     res = stop_cluster(home, timeout=args.timeout_down)
     if args.json:
@@ -134,6 +136,36 @@ def cmd_down(args) -> int:
         print(f"cluster down: {len(res['stopped'])} processes stopped{extra}")
     else:
         print(f"no cluster running in {home}")
+    return 0
+
+
+def _down_remote(args) -> int:
+    """``down --connect``: the daemon at that endpoint is asked to shut down (it stops its nodes,
+    which kill their tasks; the launcher of its host exits with them) and waited for until it
+    no longer answers. Only its admin may (a client or node key is refused in one line); the
+    processes are on the daemon's host, where a plain ``mcemu down`` also stops them by pid."""
+    from emulator.live.client import ClientTimeout, DaemonError  # lazy: see _client's docstring
+
+    with connect(args) as c:
+        try:
+            c.shutdown()
+        except DaemonError as e:
+            raise UsageError(str(e)) from None
+        deadline = time.monotonic() + args.timeout_down
+        while True:
+            try:
+                c.ping(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+            except ClientTimeout:
+                break  # gone
+            if time.monotonic() >= deadline:
+                raise UsageError(f"the daemon at {c.endpoint} acknowledged the shutdown but still answers "
+                                 f"after {args.timeout_down:g} s")
+            time.sleep(0.1)
+        endpoint = c.endpoint
+    if args.json:
+        print_json({"endpoint": endpoint, "stopped": True})
+    else:
+        print(f"cluster down: the daemon at {endpoint} shut down")
     return 0
 
 
@@ -183,9 +215,12 @@ def _add_up(sub) -> None:
 def add_commands(sub) -> None:
     _add_up(sub)
 
-    p = sub.add_parser("down", help="stop the cluster: every node, task and the daemon, by pid")
-    p.add_argument("--json", action="store_true", help="print one JSON document")
-    p.add_argument("--timeout-down", type=float, default=15.0)
+    p = sub.add_parser("down", help="stop the cluster: every node, task and the daemon, by pid",
+                       description="Stop the cluster of MCEMU_HOME: every node, task and the daemon, by pid. With "
+                                   "--connect (and --key for a tcp daemon: an admin key), ask that daemon to shut "
+                                   "down and wait until it no longer answers.")
+    client_options(p)
+    p.add_argument("--timeout-down", type=float, default=15.0, help="seconds to wait for the cluster to stop (15)")
     p.set_defaults(func=cmd_down)
 
     p = sub.add_parser("nodes", help="node states (like sinfo)")
