@@ -31,8 +31,10 @@ It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4
   own, and when it has been continued for ``runtime_s`` in total the agent SIGKILLs it and
   reports exit status 0 (``usage.dispatched`` holds the accounted seconds). A ``--command``
   task runs until it exits, as without gang; ``shutdown``, SIGTERM, or the death of the parent launcher kill every task and end
-  the agent. Tasks get PR_SET_PDEATHSIG, so even a SIGKILLed agent leaves no task behind
-  (a real command's own grandchildren are the command's business).
+  the agent. Tasks get PR_SET_PDEATHSIG, and every process a task starts is contained
+  (:mod:`nodes.contain`: a cgroup per task, else the agent as subreaper and the task's
+  session): it ends with the task, a ``kill``, the agent, and (through the daemon or the
+  launcher, which end a dead agent's cgroups) a SIGKILLed agent.
 
 The agent is composed of parts, one module each: ``table`` (:mod:`nodes.tasks`: the task
 messages and the task table), ``spawner`` (:mod:`nodes.spawn`: starting a task cold), ``warm``
@@ -65,6 +67,7 @@ from emulator.live.kernel import Kernel
 from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as before the split
     PR_SET_PDEATHSIG, SCHED_IDLE, may_leave_idle, set_batch, set_pdeathsig, set_rt_priority,
 )
+from nodes.contain import TaskBox
 from nodes.spawn import SETPRIV, SLEEP, Spawner  # noqa: F401
 from nodes.tasks import REPORT_DELAY, Task, TaskTable  # noqa: F401
 from nodes.warm import WARM_DELAY, WARM_FIRST, WARM_MAX_SCRIPT, WarmChild  # noqa: F401
@@ -80,6 +83,7 @@ OWN_HEARTBEAT = 1.5
 # seconds between checks that the launcher is still the parent (its death also sends SIGTERM,
 # PR_SET_PDEATHSIG): a timer of its own, so every idle node wakes for it; rarely, then
 PARENT_CHECK = 5.0
+TIDY_EVERY = 0.05  # seconds between tries to remove a killed task's cgroup that is not empty yet
 
 
 class Agent:
@@ -108,6 +112,7 @@ class Agent:
         self.reset_policy = False
         self.host = socket.gethostname()
         self.pid = os.getpid()
+        self.box = TaskBox()  # containment: a cgroup per task, or the agent as subreaper
         self.table = TaskTable(self)
         self.warm = WarmChild(self)
         self.spawner = Spawner(self)
@@ -275,6 +280,7 @@ class Agent:
             self.table.expire()
         if self.warm.at is not None and now >= self.warm.at:
             self.warm.start()
+        tidy = self.box.pending and self.box.tidy()  # killed task cgroups to remove once empty
         if self.reconnect_at is None:
             self.table.reap()
             if self.table.report_at is not None and now >= self.table.report_at:
@@ -299,6 +305,8 @@ class Agent:
             wake = min(wake, due)
         if self.warm.at is not None:
             wake = min(wake, self.warm.at)
+        if tidy:
+            wake = min(wake, now + TIDY_EVERY)
         self.wake_at = wake
         return wake
 

@@ -23,7 +23,8 @@ restart of a node waits ``RESTART_FIRST`` (0.5 s), each next one twice as long u
 is left dead: the daemon keeps it down until ``mcemu node --connect ipc://$MCEMU_HOME/daemon.sock
 --id N`` brings it back. ``--no-restart`` (``mcemu up --no-restart``) keeps every dead node
 dead, to study failures. Every death, restart and refusal is one line in the launcher log.
-The launcher only ever signals, waits for and restarts its own children, by pid.
+The launcher only ever signals, waits for and restarts its own children, by pid; when a node
+dies it ends that node's tasks and everything they started (nodes.contain) before restarting it.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ import zmq  # noqa: F401
 from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import protocol  # noqa: F401
-from nodes import agent
+from nodes import agent, contain
 
 RESTART_FIRST = 0.5    # seconds before a dead node's first restart
 RESTART_MAX = 8.0      # the backoff doubles up to this
@@ -154,6 +155,10 @@ class Supervisor:
             os.set_blocking(fd, False)
 
     def start(self, ids) -> None:
+        if contain.base() is None:
+            contain.set_subreaper()  # a dead node's orphaned task processes come here, not to init
+        else:
+            contain.sweep()  # tasks of agents killed while nobody was left to end them
         # into self.children as they are forked: a SIGTERM meanwhile is forwarded to those, and
         # no more are forked
         launch(self.endpoint, ids, close_fds=(self.rfd, self.wfd), children=self.children,
@@ -189,7 +194,8 @@ class Supervisor:
                 return
             n = self.children.pop(pid, None)
             if n is None:
-                continue
+                continue  # an adopted orphan of a dead node's task (session mode), killed by _contain
+            self._contain(pid)
             code = os.waitstatus_to_exitcode(status)
             how = f"killed by signal {-code}" if code < 0 else f"ended with status {code}"
             if code == 0 or self.stopping:
@@ -206,6 +212,18 @@ class Supervisor:
                 log(f"node {n} (pid {pid}) {how}; restarting it in {delay:g} s")
                 self.due[n] = time.monotonic() + delay
             self._record()
+
+    def _contain(self, pid: int) -> None:
+        """Node process ``pid`` ended: so do its tasks and all they started (nodes.contain),
+        before it can be restarted. In session mode its tasks' orphans were adopted by the
+        launcher (a subreaper): every child that is not a node goes, with its descendants."""
+        if contain.base() is not None:
+            if not contain.kill_agent(pid):
+                log(f"node pid {pid}: its tasks' cgroup is not empty after {contain.KILL_WAIT:g} s")
+            return
+        me, table = os.getpid(), contain.proc_table()
+        adopted = {p for p, pp, _s in table if pp == me and p not in self.children}
+        contain.kill_pids(adopted | contain.descendants(adopted, table))
 
     def _restart_due(self) -> None:
         now = time.monotonic()

@@ -14,7 +14,9 @@ import shutil
 import signal
 import time
 
+from nodes.contain import kill_tree
 from nodes.sched import set_pdeathsig
+from nodes.tasks import output_path
 
 SETPRIV = shutil.which("setpriv")  # util-linux; without it tasks are forked from the agent
 SLEEP = shutil.which("sleep") or "/bin/sleep"
@@ -47,28 +49,36 @@ class Spawner:
         self.a = agent
 
     def spawn(self, m) -> tuple:
-        key = (m["job"], m["attempt"])
-        out = None
+        """(pid, write end of a warm synthetic task's pipe or None, its cgroup or None)."""
+        cg = self.a.box.make(m["job"], m["attempt"], m["rank"])
+        try:
+            return (*self._spawn(m, cg), cg)
+        except BaseException:
+            if cg is not None:
+                kill_tree(cg)
+            raise
+
+    def _spawn(self, m, cg) -> tuple:
         user = account(m)
-        if m.get("command") and self.a.output_dir:
-            out = os.path.join(self.a.output_dir, f"job{key[0]}.{m['rank']}.out")
-            if user is not None:  # created here, then handed over: the task's owner reads it
-                fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.fchown(fd, user[0], user[1])
-                os.close(fd)
+        out = output_path(self.a, m)
+        if out is not None and user is not None:  # created here, then handed over: the task's owner reads it
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.fchown(fd, user[0], user[1])
+            os.close(fd)
         if user is not None:
-            return self._spawn_as(m, out, user), None
+            return self._spawn_as(m, out, user, cg), None
         if SETPRIV and not m.get("burn"):
-            got = self.a.warm.hand_out(m, out)
+            got = self.a.warm.hand_out(m, out, cg)
             if got is not None:
                 return got
         env = self._env(m)
         if SETPRIV and not m.get("burn"):
-            return self._posix_spawn(m, env, out), None
+            return self._posix_spawn(m, env, out, cg), None
         agent_pid = os.getpid()
         pid = os.fork()
         if pid == 0:  # the task: touch nothing of the agent (no zmq), leave with _exit
             try:
+                self.a.box.enter(cg, os.getpid())  # before it runs anything that could fork
                 os.setsid()
                 set_pdeathsig(signal.SIGKILL)
                 if os.getppid() != agent_pid:
@@ -108,7 +118,7 @@ class Spawner:
                    MCEMU_JOB_NAME=m.get("name", ""))
         return env
 
-    def _spawn_as(self, m, out, user) -> int:
+    def _spawn_as(self, m, out, user, cg) -> int:
         """A task as another account (never the warm child, which runs as the agent): setpriv
         drops to the account's uid, gid and groups before exec'ing the task."""
         if not SETPRIV:
@@ -126,10 +136,15 @@ class Spawner:
         else:
             argv = drop + [SLEEP, "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.a.reset_policy else {}
-        return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
+        return self._exec(argv, env, fa, cg)
 
-    def _posix_spawn(self, m, env, out) -> int:
+    def _exec(self, argv, env, fa, cg) -> int:
+        """posix_spawn ``argv`` in a new session, moved into cgroup ``cg`` before its exec."""
+        argv = self.a.box.wrap(cg, argv)
+        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.a.reset_policy else {}
+        return os.posix_spawn(argv[0], argv, env, file_actions=fa, setsid=True, **kw)
+
+    def _posix_spawn(self, m, env, out, cg) -> int:
         """vfork+exec (no copy of the agent's page tables, no copy-on-write faults after it):
         the start latency of a 64-node job is the slowest of 64 spawns. setpriv sets
         PR_SET_PDEATHSIG before exec'ing the task, as the fork path does."""
@@ -142,5 +157,4 @@ class Spawner:
             secs = "infinity" if m.get("gang") else f"{m['runtime_s']:.6f}"
             argv = [SETPRIV, "--pdeathsig", "KILL", "--", SLEEP, secs]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        kw = {"scheduler": (os.SCHED_OTHER, os.sched_param(0))} if self.a.reset_policy else {}
-        return os.posix_spawn(SETPRIV, argv, env, file_actions=fa, setsid=True, **kw)
+        return self._exec(argv, env, fa, cg)

@@ -14,15 +14,45 @@ import signal
 import time
 from collections import deque
 
+from emulator.live.jobs import TAIL_CHARS, TAIL_LINES, escape_controls
+from nodes.contain import descendants, kill_pids, proc_table
+
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
+
+
+def output_path(agent, m) -> str | None:
+    """The output file of a command task (stdout and stderr), None for a synthetic one."""
+    if not (m.get("command") and agent.output_dir):
+        return None
+    return os.path.join(agent.output_dir, f"job{m['job']}.{m['rank']}.out")
+
+
+def output_tail(path: str | None) -> str | None:
+    """The last lines of a failed task's output (at most TAIL_LINES lines, TAIL_CHARS characters,
+    control characters escaped), joined by newlines; None when there is none."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4 * TAIL_CHARS))
+            raw = f.read()
+    except OSError:
+        return None
+    lines = [escape_controls(x.rstrip("\r")) for x in raw.decode("utf-8", "replace").split("\n")]
+    lines = [x for x in lines if x.strip()][-TAIL_LINES:]
+    text = "\n".join(lines)
+    return text[-TAIL_CHARS:] or None
 
 
 class Task:
     __slots__ = ("job", "attempt", "rank", "pid", "started", "stopped", "budget", "run_since", "dispatched",
-                 "expired", "deadline", "fd")
+                 "expired", "deadline", "fd", "cg", "out")
 
-    def __init__(self, job, attempt, rank, pid, budget=None, deadline=None, fd=None):
+    def __init__(self, job, attempt, rank, pid, budget=None, deadline=None, fd=None, cg=None, out=None):
         self.job, self.attempt, self.rank, self.pid = job, attempt, rank, pid
+        self.cg = cg    # its cgroup (nodes.contain), None where tasks are contained by session
+        self.out = out  # its output file (a command task's), whose tail a failure reports
         self.started = time.monotonic()
         self.stopped = False
         self.budget = budget  # dispatched seconds left (agent-ended gang task), None: ends itself
@@ -85,7 +115,7 @@ class TaskTable:
         if m["node"] != self.a.node:
             return
         try:
-            pid, fd = self.a.spawner.spawn(m)
+            pid, fd, cg = self.a.spawner.spawn(m)
         except OSError as e:
             rec = {"job": m["job"], "attempt": m["attempt"], "rank": m["rank"], "status": 127, "usage": {}}
             self._remember(key)
@@ -95,7 +125,7 @@ class TaskTable:
             return
         budget = m["runtime_s"] if m.get("gang") and not m.get("command") else None
         deadline = self.a.clock() + m["runtime_s"] if fd is not None and budget is None else None
-        t = Task(m["job"], m["attempt"], m["rank"], pid, budget, deadline, fd)
+        t = Task(m["job"], m["attempt"], m["rank"], pid, budget, deadline, fd, cg, output_path(self.a, m))
         if m.get("suspended"):
             try:
                 os.killpg(pid, signal.SIGSTOP)
@@ -122,6 +152,8 @@ class TaskTable:
                     os.killpg(t.pid, sig)
                 except ProcessLookupError:
                     pass
+                if sig == signal.SIGKILL:  # a cancel or a fault elsewhere: everything it started
+                    self.a.box.end(t.cg, t.pid, self._orphans(t))
                 now = self.a.clock()
                 if sig == signal.SIGSTOP:
                     t.stop(now)
@@ -201,15 +233,27 @@ class TaskTable:
             key = (t.job, t.attempt)
             self.tasks.pop(key, None)
             t.close()
+            self.a.box.end(t.cg, t.pid, self._orphans(t))  # what it left behind ends with it
             code = 0 if t.expired else os.waitstatus_to_exitcode(status)
             t.stop(self.a.clock())
             usage = {"utime": ru.ru_utime, "stime": ru.ru_stime, "max_rss_kb": float(ru.ru_maxrss),
                      "wall": self.a.clock() - t.started, "dispatched": t.dispatched}
             rec = {"job": t.job, "attempt": t.attempt, "rank": t.rank, "status": max(-255, min(255, code)),
                    "usage": usage}
+            tail = output_tail(t.out) if code else None
+            if tail:
+                rec["error"] = tail
             self.unacked[key] = rec
             if send:
                 self.a._send("task_done", node=self.a.node, **rec)
+
+    def _orphans(self, t) -> set:
+        """Session mode: the processes the agent adopted (orphans of its tasks' children), when
+        ``t`` is the last task of the node (with another one running they cannot be told apart)."""
+        if t.cg is not None or any(o is not t for o in self.tasks.values()):
+            return set()
+        me, warm = os.getpid(), self.a.warm.child[0] if self.a.warm.child else None
+        return {p for p, pp, _s in proc_table() if pp == me and p not in self.by_pid and p != warm}
 
     def kill_all(self):
         self.a.warm.drop()
@@ -218,7 +262,12 @@ class TaskTable:
                 os.killpg(t.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            self.a.box.end(t.cg, t.pid, ())
             t.close()
+        if self.a.box.dir is None:  # session mode: whatever the agent adopted
+            me = os.getpid()
+            kill_pids(descendants({me}) - set(self.by_pid) - {me})
+        self.a.box.close()
         deadline = self.a.clock() + 5
         while self.by_pid and self.a.clock() < deadline:
             try:

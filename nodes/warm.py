@@ -84,20 +84,22 @@ class WarmChild:
         except ChildProcessError:
             pass
 
-    def hand_out(self, m, out):
+    def hand_out(self, m, out, cg=None):
         """Make the warm child the task of ``m``: (pid, write end of its pipe kept open for a
         synthetic task, else None), or None (then spawn cold).
 
         A synthetic task runs no code of its own: the warm shell, blocked reading its script
         from the pipe, IS the task (a process that exists, is stopped and continued, and ends
         when its time is up); the agent ends it (SIGKILL, reported as exit status 0) at its
-        deadline, as it already does for gang tasks. A command task gets its script."""
+        deadline, as it already does for gang tasks. A command task gets its script. Either is
+        moved into the task's cgroup ``cg`` first, while it is still blocked on its pipe and so
+        has forked nothing (nodes.contain)."""
         if self.child is None:
             return None
         if not m.get("command"):
-            pid, w = self.child
-            self.child = None
-            self.at = self.a.clock() + WARM_DELAY * (1 + random.random())
+            pid, w = self._take(cg)
+            if pid is None:
+                return None
             if self.policy is not None or self.a.reset_policy:
                 try:
                     os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -115,9 +117,9 @@ class WarmChild:
         script = ("\n".join(lines) + "\n").encode()
         if len(script) > WARM_MAX_SCRIPT:
             return None
-        pid, w = self.child
-        self.child = None
-        self.at = self.a.clock() + WARM_DELAY * (1 + random.random())
+        pid, w = self._take(cg)
+        if pid is None:
+            return None
         try:
             if self.policy is not None or self.a.reset_policy:
                 os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
@@ -126,6 +128,19 @@ class WarmChild:
             return self._discard(pid, w)
         os.close(w)
         return pid, None
+
+    def _take(self, cg):
+        """The warm child, no longer the warm child, moved into cgroup ``cg``: (pid, pipe), or
+        (None, None) when it cannot be moved (it died: spawn cold)."""
+        pid, w = self.child
+        self.child = None
+        self.at = self.a.clock() + WARM_DELAY * (1 + random.random())
+        try:
+            self.a.box.enter(cg, pid)
+        except OSError:
+            self._discard(pid, w)
+            return None, None
+        return pid, w
 
     @staticmethod
     def _discard(pid, w):

@@ -14,12 +14,28 @@ from scheduler.jobs import Job
 from scheduler.topology import Request
 
 ACTIVE = ("queued", "running")
+TAIL_LINES, TAIL_CHARS = 5, 400  # of a failed task's output, in its job's ``failure`` and reason
+# control characters (C0, DEL, C1) but the newline that separates a tail's lines
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7f, 0xa0)) if c != 0x0a}
+_CONTROLS.update({0x09: "\\t", 0x0d: "\\r"})
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\x1b``, ``\\t``): a task's
+    output shown in another user's terminal cannot move its cursor or change its colours."""
+    return text.translate(_CONTROLS)
+
+
+def failure_reason(f: dict) -> str:
+    """One line for ``mcemu queue``'s reason column: which task exited how, and its tail."""
+    head = f"rank {f['rank']} on node {f['node']} exited {f['status']}"
+    return head + (": " + f["tail"].replace("\n", " | ") if f.get("tail") else "")
 
 
 class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
-                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm")
+                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm", "failure")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0,
                  owner=None, user=None):
@@ -44,19 +60,26 @@ class JobRec:
         self.local = False
         # message statistics of its tasks (emulator.live.interconnect; None: no messages)
         self.comm = None
+        # its first task of this attempt that exited non-zero: rank, node, status and the tail
+        # of its output (``failure_reason`` makes the reason of it)
+        self.failure = None
 
     def requeue(self) -> None:
         """Back to the queue for another attempt (its node failed): same id and submit time."""
-        self.state, self.nodes, self.allocation = "queued", [], None
+        self.state, self.nodes, self.allocation, self.failure = "queued", [], None, None
         self.job = Job(self.id, self.submit, self.job.request, self.runtime, self.name)
 
-    def task_done(self, rank: int, status: int, usage: dict | None, error: str | None) -> bool:
-        """Count one task's end; True when it was the job's last task (``exit`` is then set)."""
+    def task_done(self, rank: int, status: int, usage: dict | None, error: str | None, node=None) -> bool:
+        """Count one task's end; True when it was the job's last task (``exit`` is then set). A
+        task that exited non-zero is the job's ``failure`` (the first one), with ``error`` (what
+        its node said: the tail of its output, or why it could not start) as its tail."""
         self.done[rank] = status
         if usage:
             self.usage = merge_usage(self.usage, usage)
-        if error:
-            self.reason = error
+        if status and self.failure is None:
+            tail = escape_controls(error)[-TAIL_CHARS:] if error else None
+            self.failure = {"rank": rank, "node": node, "status": status, "tail": tail}
+            self.reason = failure_reason(self.failure)
         if len(self.done) < len(self.nodes):
             return False
         self.exit = [self.done[r] for r in range(len(self.nodes))]
@@ -69,7 +92,8 @@ class JobRec:
                 "attempt": self.attempt, "faults": self.faults, "submit": self.submit,
                 "start": self.start, "end": self.end, "nodes": self.nodes or None,
                 "allocation": self.allocation, "exit": self.exit, "usage": self.usage,
-                "reason": self.reason, "owner": self.owner, "user": self.user, "comm": self.comm}
+                "reason": self.reason, "owner": self.owner, "user": self.user, "comm": self.comm,
+                "failure": self.failure}
 
     def view(self) -> dict:
         """One row of ``mcemu queue --json``."""
@@ -128,4 +152,5 @@ class JobBook:
         self.events.append((b"job", P.encode_unchecked("job", job=jr.id, state=state or jr.state, t=t, info=info)))
 
 
-__all__ = ["ACTIVE", "ENDED", "KEEP", "JobBook", "JobRec", "merge_usage"]
+__all__ = ["ACTIVE", "ENDED", "KEEP", "TAIL_CHARS", "TAIL_LINES", "JobBook", "JobRec", "escape_controls",
+           "failure_reason", "merge_usage"]

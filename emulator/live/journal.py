@@ -5,7 +5,8 @@ Two tables, written in the same transaction:
 * ``events``: every input the daemon gave the policy objects, in order, with its model time:
   ``submit`` (the job), ``depart``, ``cancel``, ``tick``, ``node_down``, ``node_up``,
   ``requeue``, ``fail``; plus ``start`` records of the decisions (for inspection and a replay
-  check). The policy objects are deterministic functions of these calls, so replaying the
+  check) and ``incarnation`` records (node, pid and host of each new process that plays a
+  node: facts the replay needs, no policy input). The policy objects are deterministic functions of these calls, so replaying the
   inputs rebuilds the exact allocator and discipline state after a crash, including which
   nodes every running job holds; no allocator needs a "claim this allocation" API.
   Under a gang policy (``--gang``) the same holds: the policy is a deterministic function
@@ -13,8 +14,9 @@ Two tables, written in the same transaction:
   registration office, every job's level and slot counts and the current slot; slot switches
   themselves are decisions, not inputs, and are not journaled (a recovered daemon sends each
   node the current slot when it registers again).
-* ``jobs``: the current view of every job (state, attempt, allocation, times, exit status),
-  for ``mcemu queue --all`` and for a restarted daemon.
+* ``jobs``: the current view of every job (state, attempt, allocation, times, exit status, and
+  for a job failed by a task's exit its ``failure``: rank, node, status and the tail of the
+  task's output), for ``mcemu queue --all`` and for a restarted daemon.
 
 The daemon batches the changes of one poll-loop iteration into one transaction and commits
 before it sends any acknowledgement or task message, so a state change is on disk (in the
@@ -60,12 +62,12 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 """
 # columns added after the table's first form: added to an older journal when it is opened
-ADDED_COLUMNS = ("owner", "user", "comm")
+ADDED_COLUMNS = ("owner", "user", "comm", "failure")
 
 JOB_COLUMNS = ("id", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "owner", "user",
-               "comm")
-_JSON_COLS = {"request", "nodes", "exit", "usage", "comm"}
+               "comm", "failure")
+_JSON_COLS = {"request", "nodes", "exit", "usage", "comm", "failure"}
 
 
 class Journal:

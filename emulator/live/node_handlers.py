@@ -24,7 +24,11 @@ Decisions of this implementation:
   faults (default 1); the next fault fails it (the manager's ``_fault``). A node that
   registers again is in service (``stack.mark_up``: the policy retries its waiting jobs). A
   node that registers with another pid than before is a new incarnation: its tasks are lost
-  (same as a fault).
+  (same as a fault), and the change is journaled (``incarnation``) so that a recovered daemon
+  does not count it again.
+* Before a node of this host is faulted (its process ended, it hung, it came back as a new
+  process), what its tasks started is ended and waited for (``contain_dead``, nodes.contain):
+  a requeued attempt never runs beside its predecessor.
 """
 from __future__ import annotations
 
@@ -33,8 +37,17 @@ import select
 
 from emulator.live import auth
 from emulator.live import protocol as P
+from emulator.live.nodes import HOST
+from nodes import contain
 
 log = logging.getLogger("mcemu.daemon")
+
+
+def contain_dead(pid) -> None:
+    """End every task (with all it started) of the node process ``pid`` of this host that is
+    gone, and wait until they have ended (nodes.contain: its cgroup; milliseconds)."""
+    if contain.base() is not None and not contain.kill_agent(pid):
+        log.warning("node process %s: its tasks' cgroup is not empty after %g s", pid, contain.KILL_WAIT)
 
 
 class NodeHandlers:
@@ -58,8 +71,9 @@ class NodeHandlers:
             return
         if rank >= len(jr.nodes) or jr.nodes[rank] != nr.id:
             return
-        if jr.task_done(rank, status, usage, error):
-            m._finish(jr, "completed" if all(s == 0 for s in jr.exit) else "failed", m.now())
+        if jr.task_done(rank, status, usage, error, nr.id):
+            failed = jr.failure is not None
+            m._finish(jr, "failed" if failed else "completed", m.now(), reason=jr.reason if failed else None)
         else:
             m.book.record(jr)
 
@@ -109,6 +123,8 @@ class NodeHandlers:
         for nr in self.m.registry.expired(wall):
             if nr.id not in self.m.down:  # an earlier node's faults may not have changed that
                 log.info("node %d missed its heartbeats: down", nr.id)
+                if nr.pidfd is not None:  # hung, on this host: its tasks end before they are requeued
+                    contain_dead(nr.pid)
                 self.node_down(nr, "missed its heartbeats")
 
     def on_bye(self, nr, msg):
@@ -149,6 +165,7 @@ class NodeHandlers:
     def exited(self, nr) -> None:
         pid = nr.pid
         self.unwatch(nr)
+        contain_dead(pid)  # a requeued attempt never runs beside what the dead node left running
         if nr.id not in self.m.down:
             log.info("node %d: its process %s ended: down", nr.id, pid)
             self.node_down(nr, f"process {pid} ended")
@@ -167,7 +184,14 @@ class NodeHandlers:
             return m._error(ident, "forbidden", f"node {n} is played by a live connection of another "
                                                 f"principal ({nr.principal.name!r})")
         nr.principal = p
+        old = (nr.pid, nr.host)
         new_incarnation = m.registry.attach(ident, nr, msg["pid"], msg["host"], m.clock())
+        if old != (nr.pid, nr.host):
+            # every incarnation change is journaled (not only a node_up's): a recovered daemon
+            # must not take the incarnation it already faulted for a new one (recovery.replay)
+            m.journal.event("incarnation", m.now(), None, n, {"pid": nr.pid, "host": nr.host})
+        if new_incarnation and old[1] == HOST and p is auth.LOCAL:
+            contain_dead(old[0])  # the previous process's tasks end before theirs are requeued
         self.watch(nr, ident)
         m.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=m.hb, liveness=m.liveness)))
         if new_incarnation:

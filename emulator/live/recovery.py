@@ -11,7 +11,9 @@ the down set, which nodes every running job holds, and the current gang slot. Th
 Nodes that were in service get ``grace`` seconds to register again and report their tasks:
 alive ones are re-adopted, finished ones are counted once, and a task a node does not report
 is re-sent to the same node incarnation (the agent ignores a task it already ran) and is lost
-on a new incarnation (emulator.live.node_handlers ``on_register``).
+on a new incarnation (emulator.live.node_handlers ``on_register``). Which process is a node's
+current incarnation is the last ``incarnation`` (or ``node_up``) event of it: every change is
+journaled, so a restart the daemon already faulted is never counted again after a recovery.
 
 A journal closed by a clean stop (``mcemu down``) is history: ``open_journal`` moves it aside
 and the new daemon starts a new cluster, with new settings if asked.
@@ -65,6 +67,9 @@ def replay(m, grace: float) -> int:
             m.port.last_t = max(m.port.last_t, t)
             if kind == "start":
                 continue  # a decision, not an input: the replay makes it again
+            if kind == "incarnation":  # a fact about a node, not a policy input
+                incarnations[node] = (data.get("pid"), data.get("host"))
+                continue
             if kind in ("depart", "fail", "cancel", "requeue") and job in m.jobs:
                 for n in m.jobs[job].nodes:
                     m.nodes[n].jobs.discard(job)
@@ -91,7 +96,7 @@ def _restore_job_rows(m) -> None:
             continue
         if jr.state == "running" and row["state"] == "running" and row["attempt"] != jr.attempt:
             log.warning("journal replay: job %s attempt %s != %s", jr.id, jr.attempt, row["attempt"])
-        for k in ("state", "faults", "end", "exit", "usage", "reason", "comm"):
+        for k in ("state", "faults", "end", "exit", "usage", "reason", "comm", "failure"):
             setattr(jr, k, row.get(k))
         if jr.state == "running":
             jr.nodes = sorted(jr.nodes)

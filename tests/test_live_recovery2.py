@@ -1,0 +1,80 @@
+"""Recovery counts each node fault once (issue 30, item 5): a node restarted under a job (a new
+incarnation, requeued once) and then a daemon recovery from the journal: the node registers
+again as the same process, which the recovered daemon must not take for another restart.
+Driven in memory on a fake clock (no sockets, nothing sleeps), as tests/test_daemon_clock.py."""
+from __future__ import annotations
+
+from emulator.live import protocol as P
+from emulator.live.daemon import Daemon
+from emulator.live.kernel import FakeClock
+
+T0 = 1000.0
+CFG = {"topology": "hypercube:2", "allocator": "buddy", "scheduler": "fcfs", "time_unit": 1.0, "max_requeue": 1}
+
+
+def start(home) -> Daemon:
+    d = Daemon(home, dict(CFG), grace=0.5, clock=FakeClock(T0))
+    d.attach()
+    return d
+
+
+def register(d: Daemon, n: int, pid: int) -> None:
+    d.handle([b"n%d" % n, P.encode("register", node=n, pid=pid, host="elsewhere")])
+    d.kernel.run_once(0)
+
+
+def crash(d: Daemon) -> None:
+    """The daemon killed: what it committed stays, the journal is not closed by a clean stop."""
+    d.kernel.run_once(0)
+    d.journal.commit()
+    d.journal.db.close()
+
+
+def test_a_recovery_does_not_count_a_node_restart_a_second_time(tmp_path):
+    d = start(tmp_path)
+    for n in range(4):
+        register(d, n, 100 + n)
+    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
+    d.kernel.run_once(0)
+    (jr,) = d.jobs.values()
+    register(d, 1, 999)  # node 1 restarted before anyone saw it down: one fault, requeued
+    assert (jr.state, jr.attempt, jr.faults) == ("running", 2, 1), jr.reason
+    crash(d)
+
+    d2 = start(tmp_path)
+    try:
+        jr2 = d2.jobs[jr.id]
+        assert (jr2.state, jr2.attempt, jr2.faults) == ("running", 2, 1)
+        for n, pid in ((0, 100), (1, 999), (2, 102), (3, 103)):  # the same processes come back
+            register(d2, n, pid)
+        assert (jr2.state, jr2.attempt, jr2.faults) == ("running", 2, 1), jr2.reason
+        rows = list(d2.journal.db.execute("SELECT node, data FROM events WHERE kind = 'incarnation'"))
+        assert (1, '{"pid": 999, "host": "elsewhere"}') in rows
+        # a real restart after the recovery is still one (the second fault fails the job)
+        register(d2, 1, 1234)
+        assert (jr2.state, jr2.faults) == ("failed", 2), jr2.reason
+    finally:
+        d2.journal.close()
+
+
+def test_a_recovery_after_a_restart_seen_down_first_counts_it_once_too(tmp_path):
+    d = start(tmp_path)
+    for n in range(4):
+        register(d, n, 100 + n)
+    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
+    d.kernel.run_once(0)
+    (jr,) = d.jobs.values()
+    d.from_nodes.node_down(d.nodes[1], "missed its heartbeats")
+    d.kernel.run_once(0)
+    assert jr.state == "queued" and jr.faults == 1
+    register(d, 1, 999)
+    assert (jr.state, jr.attempt) == ("running", 2)
+    crash(d)
+    d2 = start(tmp_path)
+    try:
+        for n, pid in ((0, 100), (1, 999), (2, 102), (3, 103)):
+            register(d2, n, pid)
+        jr2 = d2.jobs[jr.id]
+        assert (jr2.state, jr2.attempt, jr2.faults) == ("running", 2, 1), jr2.reason
+    finally:
+        d2.journal.close()
