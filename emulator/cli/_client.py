@@ -1,6 +1,6 @@
 """What the commands that talk to a running daemon share (emulator.cli.cluster, emulator.cli.jobs,
 the monitor): ``--key`` (``use_key``), the client (``connect``), the client options of a
-sub-parser (``client_options``) and the tables they print (``table``, ``ranges``).
+sub-parser (``client_options``) and the tables they print (``table``, ``ranges``, ``printable``).
 
 Lazy imports, measured on top of `mcemu --help`'s: the client (zmq, msgpack) 19 ms, rich 14 ms,
 the key files 3 ms at start-up of every mcemu command (each builds the whole parser, so imports
@@ -46,15 +46,30 @@ def client_options(p, json=True) -> None:
     p.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the daemon")
 
 
+def printable(v) -> str:
+    """A value from the daemon (a job's name, its reason, a node's host) as a terminal may show
+    it: control and other non-printing characters (an escape sequence, a newline, a bidi
+    override) written as Python escapes (``\\x1b``, ``\\n``, ``\\u202e``), so that text another
+    user gave, in a journal of any age, can neither drive the reader's terminal nor break a
+    table's rows. The CLI's tables and the monitor show names through it."""
+    s = "" if v is None else str(v)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+
+
 def table(title, columns, rows):
+    """Rows of values (None: empty), each cell printable() and plain text: a ``[red]`` in a name
+    is shown, not read as Rich markup."""
     from rich.console import Console  # lazy: see the module docstring
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
     for c in columns:
         t.add_column(c)
     for r in rows:
-        t.add_row(*[("" if v is None else str(v)) for v in r])
+        t.add_row(*[Text(printable(v)) for v in r])
     # a pipe gets full rows (like squeue), a terminal gets rich's fitting
     Console(width=None if sys.stdout.isatty() else 200).print(t)
 

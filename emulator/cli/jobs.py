@@ -18,7 +18,7 @@ import time
 from types import SimpleNamespace
 
 from emulator.cli import UsageError, print_json
-from emulator.cli._client import client_options, connect, ranges, table, use_key
+from emulator.cli._client import client_options, connect, printable, ranges, table, use_key
 from emulator.cli.lifecycle import FINISHED
 from emulator.cli.net import pattern_job
 from emulator.live import home as homemod
@@ -217,7 +217,7 @@ def cmd_wait(args) -> int:
     else:
         for j in jobs:
             if j["state"] != "completed":
-                why = j.get("reason") or (f"exit {j['exit']}" if j.get("exit") else "")
+                why = printable(j.get("reason")) or (f"exit {j['exit']}" if j.get("exit") else "")
                 print(f"job {j['id']} {j['state']}" + (f": {why}" if why else ""))
         summary = ", ".join(f"{n} {st}" for st, n in sorted(counts.items()))
         print(f"{len(ids)} jobs: {summary}" + (f"; still active at the timeout: {ranges(active)}" if active else ""))

@@ -27,6 +27,7 @@ import math
 import re
 from collections import deque
 
+from emulator.cli._client import printable  # a name is shown escaped: another user gave it
 from emulator.sim import metrics as formulas
 from scheduler.topology import parse_topology
 
@@ -142,7 +143,7 @@ class MonitorState:
         for r in rows:
             j = self._job(r["id"])
             j.known = True
-            j.name = r.get("name") or j.name
+            j.name = printable(r.get("name")) or j.name
             j.submit = r.get("submit", j.submit)
             j.runtime = r.get("runtime", j.runtime)
             j.exec_time = r.get("exec_time", j.runtime)
@@ -171,7 +172,7 @@ class MonitorState:
         j = self._job(m["job"])
         info = m.get("info") or {}
         state, t = m["state"], m["t"]
-        j.name = info.get("name") or j.name
+        j.name = printable(info.get("name")) or j.name
         if state == "started":  # every task of the job runs: nothing changes for the view
             return
         if state == "requeued":
