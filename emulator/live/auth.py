@@ -20,13 +20,17 @@ Rules (``forbidden`` returns the reason or None):
 * a ``command`` task runs as the daemon's account for LOCAL and admins. For a ``client`` it runs
   as the local account of the principal's name, which needs a daemon running as root and an
   account of that name other than root; otherwise the submit is refused. A task never runs as
-  root for someone else.
+  root for someone else. A command that account could not run (``can_run``: a program it may
+  not execute, a communicating task where it cannot reach the interconnect) is refused at
+  submit with the reason, rather than accepted to fail with exit 126.
 """
 from __future__ import annotations
 
 import logging
 import os
 import pwd
+import shlex
+from pathlib import Path
 from typing import NamedTuple
 
 import zmq
@@ -101,6 +105,49 @@ def run_as(p: Principal, command: str | None) -> str | None:
     return p.name
 
 
+def reaches(pw, path: Path, want: int) -> str | None:
+    """Why account ``pw`` (a pwd entry) cannot reach ``path`` with access ``want`` (os.R_OK,
+    W_OK, X_OK bits) through its directories, or None. Decided from the modes, owners and the
+    account's groups, since this process (root) would pass any os.access."""
+    groups = set(os.getgrouplist(pw.pw_name, pw.pw_gid))
+    path = Path(path)
+    for p, need in [(d, os.X_OK) for d in reversed(path.parents)] + [(path, want)]:
+        try:
+            st = p.stat()
+        except OSError as e:
+            return f"{p}: {e.strerror}"
+        shift = 6 if st.st_uid == pw.pw_uid else 3 if st.st_gid in groups else 0
+        if (st.st_mode >> shift) & need != need:
+            return f"{p} (mode {st.st_mode & 0o7777:04o}, owner uid {st.st_uid}) is closed to it"
+    return None
+
+
+def can_run(user: str, command: str, home) -> None:
+    """Refuse (ValueError) a command that the account ``user`` could start but never run: a
+    program it may not execute (exit 126), or a task of this project that talks to the
+    interconnect (``python -m nodes....``: the pattern task, an MPI program's ranks) where the
+    account cannot reach ``net.sock`` (issue 30: such a job was accepted, then every rank
+    exited 126 with no reason shown). The interconnect's socket is the cluster owner's alone
+    (MCEMU_HOME is 0700): opening it to other accounts would let any of their processes claim a
+    rank of another job, so this refuses rather than widens it."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return  # the shell will say what is wrong with it, in the job's output
+    pw = pwd.getpwnam(user)
+    if argv and argv[0].startswith("/"):
+        why = reaches(pw, Path(argv[0]), os.X_OK)
+        if why:
+            raise ValueError(f"the command would run as the account {user!r}, which cannot execute {argv[0]}: {why}")
+    if any(a.startswith("nodes.") for a, prev in zip(argv[1:], argv) if prev == "-m"):
+        sock = Path(home) / "net.sock"
+        why = reaches(pw, sock, os.R_OK | os.W_OK)
+        if why:
+            raise ValueError(f"the command is a communicating task, which would run as the account {user!r}, which "
+                             f"cannot connect to the interconnect ({sock}): {why}; a client's communicating job "
+                             f"cannot run on this cluster")
+
+
 class Zap:
     """The ZAP handler: a REP socket on the daemon's context, polled by the daemon's loop."""
 
@@ -172,5 +219,5 @@ def key_for(endpoint: str, key) -> str | None:
     return key or os.environ.get("MCEMU_KEY") or None
 
 
-__all__ = ["LOCAL", "Principal", "Zap", "curve_client", "curve_server", "forbidden", "from_user_id", "key_for",
+__all__ = ["LOCAL", "Principal", "Zap", "can_run", "reaches", "curve_client", "curve_server", "forbidden", "from_user_id", "key_for",
            "run_as", "use_credential"]

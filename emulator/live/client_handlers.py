@@ -11,8 +11,12 @@ manager's state and core (``_input``, ``_finish``, ``_kill_tasks``, ``_reply``, 
 """
 from __future__ import annotations
 
+from collections import deque
+
 from emulator.live import auth
+from emulator.live import protocol as P
 from emulator.live import views
+from emulator.live.admission import LISTINGS, bad_name
 from emulator.live.jobs import ACTIVE
 from scheduler.jobs import JobError
 from scheduler.topology import Request, RequestError, TopologyError
@@ -23,16 +27,27 @@ class ClientHandlers:
 
     def __init__(self, manager):
         self.m = manager
+        # unpaged ``queue`` requests being built, per principal (``work``): a listing of
+        # 20,000 rows is 20 slices, served in turn with every other principal's
+        self.listings: dict = {}
 
     def on_submit(self, ident, msg):
         m = self.m
+        why = bad_name(msg.get("name") or "")
+        if why:
+            return m._error(ident, "bad-name", why, msg["id"])
         try:
             m.policy.normalize(Request.from_dict(msg["request"]))  # refuse what can never fit before any change
         except (RequestError, TopologyError, JobError) as e:
             return m._error(ident, "bad-request", str(e), msg["id"])
         p = m.principal_of(ident)
+        why = m.admission.quota(p, m.book.active.get(p.name, 0))
+        if why:
+            return m._error(ident, "quota", why, msg["id"])
         try:
             user = auth.run_as(p, msg.get("command"))
+            if user:
+                auth.can_run(user, msg["command"], m.home)
         except ValueError as e:
             return m._error(ident, "forbidden", str(e), msg["id"])
         jid = m.book.next_id
@@ -70,8 +85,41 @@ class ClientHandlers:
         m._reply(ident, msg["id"], {"job": jr.id, "state": "cancelled"})
 
     def on_queue(self, ident, msg):
-        m = self.m
-        m._reply(ident, msg["id"], views.queue(m, msg.get("jobs"), msg.get("all"), m.principal_of(ident)))
+        """A page (``limit``) is answered now; an unpaged request gets every row in one reply,
+        built a page per slice over as many turns as it takes (``work``): its first page now."""
+        m, p = self.m, self.m.principal_of(ident)
+        if msg.get("limit"):
+            return m._reply(ident, msg["id"], views.page(m, msg.get("jobs"), msg.get("all"), p, msg.get("after", 0),
+                                                         msg["limit"]))
+        mine = self.listings.setdefault(p, deque())
+        if len(mine) >= LISTINGS and not p.admin:
+            return m._error(ident, "busy", f"{len(mine)} listings of {p.name!r} are being built: ask again when "
+                                           f"they are answered, or ask for pages (limit)", msg["id"])
+        mine.append(_Listing(ident, msg, p))
+        self._slice(p)
+
+    def _slice(self, p) -> None:
+        """One page of ``p``'s oldest listing; its reply once it has its last page."""
+        mine = self.listings[p]
+        done = mine[0].more(self.m)
+        if done is not None:
+            mine.popleft()
+            self.m.outbox.append(done)
+        if not mine:
+            del self.listings[p]
+
+    def pending(self) -> bool:
+        return bool(self.listings)
+
+    def work(self, until: float) -> None:
+        """Slices of the listings being built, one per principal in turn, until the clock
+        reaches ``until``: no listing costs the loop more than a slice per turn."""
+        clock = self.m.clock
+        while self.listings and clock() < until:
+            for p in list(self.listings):
+                self._slice(p)
+                if clock() >= until:
+                    return
 
     def on_nodes(self, ident, msg):
         self.m._reply(ident, msg["id"], {"nodes": self.m.nodes_view()})
@@ -100,6 +148,30 @@ class ClientHandlers:
     def on_shutdown(self, ident, msg):
         self.m._reply(ident, msg.get("id") or 0, {"stopping": True})
         self.m.running = False
+
+
+class _Listing:
+    """An unpaged ``queue`` request being built: its rows packed a page at a time."""
+
+    __slots__ = ("ident", "id", "jobs", "all", "viewer", "after", "parts", "count")
+
+    def __init__(self, ident, msg, viewer):
+        self.ident, self.id, self.viewer = ident, msg["id"], viewer
+        self.jobs, self.all = msg.get("jobs"), msg.get("all")
+        self.after, self.parts, self.count = 0, [], 0
+
+    def more(self, m):
+        """Build one more page; the (ident, frame) of the whole reply after the last one."""
+        pg = views.page(m, self.jobs, self.all, self.viewer, self.after)
+        pk = P.packer()
+        for r in pg["jobs"]:
+            self.parts.append(pk.pack(r))
+        self.count += len(pg["jobs"])
+        if pg["next"] is not None:
+            self.after = pg["next"]
+            return None
+        return self.ident, P.encode_rows("ok", {"id": self.id}, {"now": pg["now"], "gang": pg["gang"]},
+                                         "jobs", self.count, self.parts)
 
 
 __all__ = ["ClientHandlers"]

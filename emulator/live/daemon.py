@@ -47,12 +47,15 @@ from emulator.live import protocol as P
 from emulator.live import sockets
 from emulator.live.kernel import Kernel
 from emulator.live.manager import ProcessorManager
-from scheduler.timer import next_timer
 from emulator.live.views import _jsonable  # noqa: F401  (tests and tools import it from here)
 
 log = logging.getLogger("mcemu.daemon")
 
 BATCH = 4096  # messages drained per iteration before the loop services timers
+# seconds of handlers per drain, and of listings' slices per turn (issue 30): past them the turn
+# ends (its replies and heartbeats go out, timers run) and the rest waits for the next
+TURN_BUDGET = 0.02
+SLICE_BUDGET = 0.01
 HB_GROUPS = 8  # heartbeats go to one eighth of the nodes every hb / 8 (NodeRegistry.heartbeat_wave)
 _MORE = int(zmq.SNDMORE | zmq.NOBLOCK)  # plain ints: pyzmq's flag enums cost more than the send
 _LAST = int(zmq.NOBLOCK)
@@ -70,9 +73,7 @@ class Daemon(ProcessorManager):
         self.kernel = kernel
         self.wire: list = []  # what was sent, when serving without sockets (a test's in-memory transport)
         self.hb_group = 0
-        self.timer_at = self.last_tick = None  # the policy's pending timer (model time) and last tick
-        self.tick_floor = 0.0  # no tick before this: a policy timer that does not advance (see _tick)
-        self.purge_after = 0.0  # no purge before this: the daemon itself was late (see _drain)
+        self.caught_up = 0.0  # when the daemon last had read every message that had come (see _read_by)
         self.listen = listen
         self.insecure = insecure
         self.ctx = self.router = self.pub = self.zap = None
@@ -170,9 +171,14 @@ class Daemon(ProcessorManager):
             return
         t = m["type"]
         if self.peers:
-            why = auth.forbidden(self.principal_of(ident), t, P.NODE_TYPES, P.CLIENT_TYPES)
+            p = self.principal_of(ident)
+            why = auth.forbidden(p, t, P.NODE_TYPES, P.CLIENT_TYPES)
             if why:
                 return self._error(ident, "forbidden", why, m.get("id"))
+            if t in P.CLIENT_TYPES:
+                why = self.admission.spend(p)
+                if why:
+                    return self._error(ident, "rate-limited", why, m.get("id"))
         if nr is not None:
             self.registry.heard(nr, self.clock())
         if t == "heartbeat":
@@ -191,11 +197,17 @@ class Daemon(ProcessorManager):
         return self.client_dispatch[t](ident, m)
 
     def _drain(self):
+        """The messages waiting, for at most TURN_BUDGET seconds of handlers: a flood of
+        requests from one client cannot hold the turn, so the replies, heartbeats and timers
+        of the turn follow soon; ZeroMQ's ROUTER reads its connections in turn, so the admin's
+        request is among the first of the next turn."""
         r = self.router
-        began = self.clock()
+        clock = self.clock
+        until = clock() + TURN_BUDGET
         for _ in range(BATCH):
             # EVENTS, not recv until zmq.Again: raising Again costs a strerror per wake-up
             if not r.getsockopt(zmq.EVENTS) & _POLLIN:
+                self.caught_up = clock()
                 break
             try:
                 frames = r.recv_multipart(flags=zmq.NOBLOCK, copy=not self.secure)
@@ -207,13 +219,20 @@ class Daemon(ProcessorManager):
                 self.handle(frames)
             except Exception:  # a handler bug must not take the cluster down
                 log.exception("handler failed on %r", frames[-1][:200] if frames else frames)
-        if self.clock() - began > self.hb / 2:
-            # the daemon itself was late (a burst, a long reply): what the nodes sent meanwhile
-            # may still be queued, so their silence proves nothing for one expiry
-            self.purge_after = self.clock() + self.expiry
+            if clock() > until:
+                break
         # what the messages caused goes out before this turn's timers (a heartbeat wave, a
         # snapshot of every node): a start's run messages and a job's "started" wait for neither
         self._turn()
+
+    def _read_by(self, now: float) -> float:
+        """The last moment the daemon had read every message that had come to it: a node's
+        silence counts up to there, never through a stretch when the daemon itself was late
+        (a long turn, a backlog), whose messages may wait unread (issue 30)."""
+        r = self.router
+        if r is None or not r.getsockopt(zmq.EVENTS) & _POLLIN:
+            self.caught_up = now
+        return self.caught_up
 
     def _principal(self, frames: list) -> list:
         """Record who sent a message (its frame's ZAP User-Id; none over ipc) the first time a
@@ -255,6 +274,7 @@ class Daemon(ProcessorManager):
             if nr.ident is not None and nr.pidfd is None:
                 self.from_nodes.watch(nr, nr.ident)
         k.add_deadline(self._tick_due)
+        k.add_deadline(self._work_due)
         k.after_turn(self._turn)
         now = self.clock()
         k.call_at(now, self._wave)
@@ -264,31 +284,9 @@ class Daemon(ProcessorManager):
         self.running = False
         self.kernel.stop()
 
-    def _tick_due(self):
-        """When the policy's timer is due, in the kernel's clock (None: no timer)."""
-        self._retime(self.now())  # an input outside a turn (recovery, a test) may have moved it
-        if self.timer_at is None:
-            return None
-        return max(self.port.wall(self.timer_at), self.tick_floor)
-
-    def _retime(self, now: float) -> None:
-        self.timer_at = next_timer(self.policy.next_wakeup(), now, self.timer_at, self.last_tick)
-
-    def _tick(self):
-        """The engine's timer rule (scheduler.timer), in live time: after the turn's events the
-        pending timer is asked afresh, and fired once the clock reaches it. The one live
-        addition: a timer that does not advance past its own tick is not taken again for one
-        heartbeat interval (the "same instant" of the rule, where no two instants are equal)."""
-        now = self.now()
-        self._retime(now)
-        if self.timer_at is None or self.timer_at > now or self.clock() < self.tick_floor:
-            return
-        self.last_tick = now
-        self._input("tick", t=now)
-        w = self.policy.next_wakeup()
-        if w is not None and w <= now:
-            self.tick_floor = self.clock() + self.hb
-        self._retime(now)
+    def _work_due(self):
+        """Now, while listings are being built (their slices go on in the next turn)."""
+        return self.clock() if self.from_clients.pending() else None
 
     def _turn(self):
         """The end of every turn: the policy's timer, then what the turn caused goes out."""
@@ -296,6 +294,8 @@ class Daemon(ProcessorManager):
             self.starting.clear()  # a start that never completed (a node lost): give up waiting
             self.quiet_until = 0.0
         self._tick()
+        if self.from_clients.listings:
+            self.from_clients.work(self.clock() + SLICE_BUDGET)
         if self.outbox or self.events:
             self._flush()
         if not self.running:
@@ -308,8 +308,8 @@ class Daemon(ProcessorManager):
         if now < self.quiet_until:
             self.kernel.call_at(self.quiet_until, self._wave)
             return
-        if self.hb_group == 0 and now >= self.purge_after:
-            self.from_nodes.purge(now)
+        if self.hb_group == 0:
+            self.from_nodes.purge(self._read_by(now))
         self.registry.heartbeat_wave(now, self.outbox, self.hb_group, HB_GROUPS)
         self.hb_group = (self.hb_group + 1) % HB_GROUPS
         self.kernel.call_at(now + self.hb / HB_GROUPS, self._wave)

@@ -35,19 +35,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bisect import insort
+
 from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live import recovery, views
+from emulator.live.admission import Admission
 from emulator.live.client_handlers import ClientHandlers
 from emulator.live.policy_port import PolicyPort
 from emulator.live.gang import slots_for
-from emulator.live.jobs import JobBook, JobRec
+from emulator.live.jobs import ACTIVE, KEEP, JobBook, JobRec
 from emulator.live.kernel import WallClock
 from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
 from scheduler.decisions import SlotSwitch, Start
 from scheduler.stack import build
+from scheduler.timer import next_timer
 
 # While a job's tasks are starting (its ``run`` messages sent, not every ``task_started`` back
 # yet), the heartbeat waves and snapshots wait, at most this many seconds: on two cores a
@@ -56,6 +60,54 @@ from scheduler.stack import build
 # than keep their own interval (nodes.agent.OWN_HEARTBEAT), so a late wave costs no extra
 # wake-ups; liveness (hb x liveness, 600 ms by default) is far above it.
 START_QUIET = 0.05
+
+
+class ViewedBook(JobBook):
+    """The job book, keeping what the daemon's answers need without a scan of every record
+    (issue 30: a listing of 20,000 rows rebuilt for each request stalled the loop): the ids in
+    order (a page of ``queue`` starts at a cursor), each owner's jobs queued or running (the
+    quota) and each record's ``queue`` row, dropped by every change of the record (all of
+    them are written to the journal through ``record``)."""
+
+    def __init__(self, journal, events: list):
+        super().__init__(journal, events)
+        self.ids: list[int] = []
+        self.active: dict = {}  # owner -> jobs queued or running
+        self.rows: dict[int, dict] = {}
+
+    def add(self, jr: JobRec) -> None:
+        if jr.id not in self.jobs:
+            if not self.ids or jr.id > self.ids[-1]:
+                self.ids.append(jr.id)
+            else:
+                insort(self.ids, jr.id)
+            if jr.state in ACTIVE:
+                self.active[jr.owner] = self.active.get(jr.owner, 0) + 1
+        super().add(jr)
+
+    def transition(self, jr: JobRec, state: str, t: float, reason=KEEP, event: str | None = None) -> None:
+        change = (state in ACTIVE) - (jr.state in ACTIVE)
+        super().transition(jr, state, t, reason, event)
+        if change:
+            self.active[jr.owner] = self.active.get(jr.owner, 0) + change
+
+    def record(self, jr: JobRec) -> None:
+        self.rows.pop(jr.id, None)
+        super().record(jr)
+
+    def row(self, jr: JobRec) -> dict:
+        """``jr``'s row of ``mcemu queue``; shared: a caller that changes it changes a copy."""
+        r = self.rows.get(jr.id)
+        if r is None:
+            r = self.rows[jr.id] = jr.view()
+        return r
+
+    def recount(self) -> None:
+        self.active = {}
+        for jr in self.jobs.values():
+            if jr.state in ACTIVE:
+                self.active[jr.owner] = self.active.get(jr.owner, 0) + 1
+        self.rows.clear()
 
 
 class ProcessorManager:
@@ -88,10 +140,12 @@ class ProcessorManager:
         self.slots = slots_for(self)
         self.outbox: list = []  # (ident, frame) to send after the journal commit
         self.events: list = []  # (topic, frame) to publish after it
-        self.book = JobBook(self.journal, self.events)
+        self.book = ViewedBook(self.journal, self.events)
         self.jobs: dict[int, JobRec] = self.book.jobs
         self.port = PolicyPort(self.stack, self.journal, self.book, self.clock,
                                float(meta["t0"]) if "t0" in meta else self.clock(), self.time_unit)
+        self.timer_at = self.last_tick = None  # the policy's pending timer (model time) and last tick
+        self.tick_floor = 0.0  # no tick before this: a policy timer that does not advance (see _tick)
         self.starting: set[int] = set()  # jobs whose tasks are starting (see START_QUIET)
         self.quiet_until = 0.0
         self.replaying = False
@@ -104,6 +158,8 @@ class ProcessorManager:
         self.from_nodes = NodeHandlers(self)
         self.from_clients = ClientHandlers(self)
         self.recovered = recovery.replay(self, grace)
+        self.book.recount()  # the replay set states directly
+        self.admission = Admission(cfg, self.clock)
         # after the replay: a journal it failed on keeps its own settings
         self.journal.set_meta(config=cfg, t0=self.t0, format=configmod.FORMAT)
 
@@ -169,6 +225,34 @@ class ProcessorManager:
 
     def _send_run(self, jr: JobRec, rank: int, n: int):
         self._to_node(n, P.encode_unchecked("run", rank=rank, node=n, **self._run_fields(jr)))
+
+    # ------------------------------------------------------------------ the policy's timer
+
+    def _tick_due(self):
+        """When the policy's timer is due, in the kernel's clock (None: no timer)."""
+        self._retime(self.now())  # an input outside a turn (recovery, a test) may have moved it
+        if self.timer_at is None:
+            return None
+        return max(self.port.wall(self.timer_at), self.tick_floor)
+
+    def _retime(self, now: float) -> None:
+        self.timer_at = next_timer(self.policy.next_wakeup(), now, self.timer_at, self.last_tick)
+
+    def _tick(self):
+        """The engine's timer rule (scheduler.timer), in live time: after the turn's events the
+        pending timer is asked afresh, and fired once the clock reaches it. The one live
+        addition: a timer that does not advance past its own tick is not taken again for one
+        heartbeat interval (the "same instant" of the rule, where no two instants are equal)."""
+        now = self.now()
+        self._retime(now)
+        if self.timer_at is None or self.timer_at > now or self.clock() < self.tick_floor:
+            return
+        self.last_tick = now
+        self._input("tick", t=now)
+        w = self.policy.next_wakeup()
+        if w is not None and w <= now:
+            self.tick_floor = self.clock() + self.hb
+        self._retime(now)
 
     # ------------------------------------------------------------------ job lifecycle
 
@@ -242,4 +326,4 @@ class ProcessorManager:
                                                         t=self.now() if t is None else t, info=None)))
 
 
-__all__ = ["START_QUIET", "ProcessorManager"]
+__all__ = ["START_QUIET", "ProcessorManager", "ViewedBook"]

@@ -5,8 +5,12 @@ msgpack-safe (string map keys: the protocol decodes with ``strict_map_key``).
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 
+from emulator.live import protocol as P
 from emulator.live.jobs import ACTIVE
+
+SCAN = 4000  # job records one page looks at at most (a page of active jobs among many ended ones)
 
 
 def _jsonable(x):
@@ -32,32 +36,50 @@ def node_rows(m) -> list[dict]:
 def _held(m) -> dict:
     """Job id -> reason of the waiting jobs that cannot be allocated while the down nodes are
     out (scheduler.stack.Stack.held: a discipline holds them; a gang policy's are probed)."""
+    if m.stack.gang and not m.stack.down:  # nothing held: no scan of every record
+        return {}
     return m.stack.held([j.job for j in m.jobs.values() if j.state == "queued"] if m.stack.gang else ())
 
 
 def queue(m, jobs=None, all=False, viewer=None) -> dict:
-    """``mcemu queue``: a queued job the discipline holds shows ``"state": "held"`` and its
-    ``"reason"`` (like the REASON column of Slurm's squeue: ``ReqNodeNotAvail: ...``). Every
-    row names its ``owner``; a ``viewer`` who is not the admin sees no command of others' jobs."""
-    if jobs:
-        sel = [m.jobs[j] for j in jobs if j in m.jobs]
-    elif all:
-        sel = list(m.jobs.values())
-    else:
-        sel = [j for j in m.jobs.values() if j.state in ACTIVE]
-    now = m.now()
-    rows = [j.view() for j in sel]
-    if viewer is not None and not viewer.admin:
-        for r in rows:
-            if r["owner"] != viewer.name and r["command"] is not None:
-                r["command"] = "(hidden: another principal's job)"
+    """Every row of ``mcemu queue`` at once (a test's or a tool's; the daemon pages: ``page``)."""
+    out = page(m, jobs, all, viewer, after=0, limit=None, scan=None)
+    del out["next"]
+    return out
+
+
+def page(m, jobs=None, all=False, viewer=None, after: int = 0, limit: int | None = P.QUEUE_PAGE,
+         scan: int | None = SCAN) -> dict:
+    """The rows of ``mcemu queue`` for the jobs of id above ``after``: at most ``limit`` rows
+    and ``scan`` records looked at (None: no bound), so a page costs the daemon's loop a
+    bounded slice whatever the number of jobs; ``next`` is the ``after`` of the next page
+    (None: this was the last). A queued job the discipline holds shows ``"state": "held"``
+    and its ``"reason"`` (like the REASON column of Slurm's squeue: ``ReqNodeNotAvail: ...``).
+    Every row names its ``owner``; a ``viewer`` who is not the admin sees no command of
+    others' jobs. Rows are the book's (emulator.live.manager.ViewedBook), copied where changed."""
+    ids = sorted(j for j in set(jobs) if j in m.jobs) if jobs else m.book.ids
+    i = bisect_right(ids, after)
+    stop = len(ids) if scan is None else min(len(ids), i + scan)
+    rows, book, recs = [], m.book, m.jobs
+    while i < stop and (limit is None or len(rows) < limit):
+        jr = recs[ids[i]]
+        i += 1
+        if jobs or all or jr.state in ACTIVE:
+            rows.append(book.row(jr))
+    hide = viewer is not None and not viewer.admin
     held = _held(m)
-    if held:
-        for r in rows:
+    for k, r in enumerate(rows):
+        hidden = hide and r["owner"] != viewer.name and r["command"] is not None
+        if hidden or (held and r["state"] == "queued" and r["id"] in held):
+            r = rows[k] = dict(r)
+            if hidden:
+                r["command"] = "(hidden: another principal's job)"
             if r["state"] == "queued" and r["id"] in held:
                 r["state"], r["reason"] = "held", held[r["id"]]
-    m.slots.annotate_queue(rows)
-    return {"now": now, "jobs": rows, "gang": m.stack.gang}
+    if m.stack.gang:
+        rows = [dict(r) for r in rows]
+        m.slots.annotate_queue(rows)
+    return {"now": m.now(), "jobs": rows, "gang": m.stack.gang, "next": ids[i - 1] if i < len(ids) else None}
 
 
 def status(m) -> dict:
@@ -90,4 +112,4 @@ def snapshot(m) -> dict:
             "gang": _jsonable(m.slots.snapshot()), "config": m.cfg}
 
 
-__all__ = ["node_rows", "queue", "snapshot", "status"]
+__all__ = ["SCAN", "node_rows", "page", "queue", "snapshot", "status"]
