@@ -13,8 +13,9 @@ its own work per turn (emulator.live.daemon); this module bounds what one princi
   request with no token left is refused (``rate-limited``, the wait it needs in the message),
   before it is decoded further or changes anything; ``Client.submit_many`` waits and resends.
 * **Listings being built**: an unpaged ``queue`` is built over several turns
-  (emulator.live.client_handlers); a principal may have at most ``LISTINGS`` of them pending
-  (``busy``): each holds its rows until it is sent.
+  (emulator.live.client_handlers), once for every request of the same rows that comes while
+  it is built; a principal may have at most ``LISTINGS`` different ones being built and
+  ``ASKED`` requests waiting for them (``busy``): each holds its rows until it is sent.
 
 The cluster's admin and LOCAL peers (the owner over ipc, the interconnect) have no quota and
 no rate: the admin must be able to act under any client load. Node keys send node messages,
@@ -32,6 +33,7 @@ QUEUE_QUOTA = 10_000
 RATE = 2_000.0
 BURST = 4_000.0
 LISTINGS = 4
+ASKED = 64
 
 # the bidirectional embeddings, overrides and isolates: they reorder what follows them on screen
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -88,4 +90,4 @@ class Admission:
         return None
 
 
-__all__ = ["Admission", "BURST", "LISTINGS", "QUEUE_QUOTA", "RATE", "bad_name"]
+__all__ = ["ASKED", "Admission", "BURST", "LISTINGS", "QUEUE_QUOTA", "RATE", "bad_name"]

@@ -25,6 +25,9 @@ from emulator.live import home as homemod
 from emulator.live import protocol as P
 
 
+RATE_WAIT = 0.05  # seconds submit_many waits after a refusal for the request rate (emulator.live.admission)
+
+
 class ClientError(Exception):
     pass
 
@@ -134,10 +137,12 @@ class Client:
         out: list = [None] * len(jobs)
         pending: dict[int, int] = {}
         deadline_per = self.timeout if timeout is None else timeout
-        i = 0
+        todo = list(range(len(jobs) - 1, -1, -1))  # a stack: the next index last
         deadline = time.monotonic() + deadline_per
-        while i < len(jobs) or pending:
-            while i < len(jobs) and len(pending) < window:
+        resume = 0.0  # a rate-limited principal sends nothing more before this
+        while todo or pending:
+            while todo and len(pending) < window and time.monotonic() >= resume:
+                i = todo.pop()
                 rid = next(self._ids)
                 j = {"request": jobs[i]["request"], "runtime": float(jobs[i]["runtime"])}
                 for k in ("name", "command", "burn"):
@@ -145,23 +150,38 @@ class Client:
                         j[k] = jobs[i][k]
                 self._send(P.encode("submit", id=rid, **j), deadline)
                 pending[rid] = i
-                i += 1
+            if not pending:
+                time.sleep(max(0.0, resume - time.monotonic()))
+                continue
             m = self._recv(deadline)
             idx = pending.pop(m.get("id"), None)
             if idx is None:
                 continue
             deadline = time.monotonic() + deadline_per
+            if m["type"] == "error" and m["code"] == "rate-limited":  # the daemon's admission: wait, resend
+                todo.append(idx)
+                resume = time.monotonic() + RATE_WAIT
+                continue
             out[idx] = DaemonError(m["code"], m["message"]) if m["type"] == "error" else m["data"]["job"]
         return out
 
     def cancel(self, job: int, timeout=None) -> dict:
         return self.request("cancel", timeout, job=int(job))
 
-    def queue(self, all: bool = False, jobs=None, timeout=None) -> dict:
-        f = {"all": bool(all)}
+    def queue(self, all: bool = False, jobs=None, timeout=None, page: int = P.QUEUE_PAGE) -> dict:
+        """Every row, asked a page (``page`` rows) at a time: each page is a bounded slice of
+        the daemon's loop and has its own ``timeout``. The rows of one listing are each
+        true when its page was built, not all at one instant (like squeue's)."""
+        f = {"all": bool(all), "limit": page}
         if jobs:
             f["jobs"] = [int(j) for j in jobs]
-        return self.request("queue", timeout, **f)
+        out = self.request("queue", timeout, **f)
+        while out.get("next") is not None:
+            more = self.request("queue", timeout, **f, after=out["next"])
+            out["jobs"] += more["jobs"]
+            out["now"], out["next"] = more["now"], more["next"]
+        del out["next"]
+        return out
 
     def nodes(self, timeout=None) -> list[dict]:
         return self.request("nodes", timeout)["nodes"]

@@ -16,7 +16,7 @@ from collections import deque
 from emulator.live import auth
 from emulator.live import protocol as P
 from emulator.live import views
-from emulator.live.admission import LISTINGS, bad_name
+from emulator.live.admission import ASKED, LISTINGS, bad_name
 from emulator.live.jobs import ACTIVE
 from scheduler.jobs import JobError
 from scheduler.topology import Request, RequestError, TopologyError
@@ -92,19 +92,29 @@ class ClientHandlers:
             return m._reply(ident, msg["id"], views.page(m, msg.get("jobs"), msg.get("all"), p, msg.get("after", 0),
                                                          msg["limit"]))
         mine = self.listings.setdefault(p, deque())
+        key = (None if p.admin else p.name, bool(msg.get("all")), tuple(msg.get("jobs") or ()))
+        if not p.admin and sum(len(ls.to) for ls in mine) >= ASKED:
+            return m._error(ident, "busy", f"{p.name!r} has {ASKED} listings unanswered: ask again when they are "
+                                           f"answered, or ask for pages (limit)", msg["id"])
+        for ls in mine:
+            if ls.key == key and ls.frame is None:  # the same rows: one build answers both
+                ls.to.append((ident, msg["id"]))
+                return
         if len(mine) >= LISTINGS and not p.admin:
-            return m._error(ident, "busy", f"{len(mine)} listings of {p.name!r} are being built: ask again when "
-                                           f"they are answered, or ask for pages (limit)", msg["id"])
-        mine.append(_Listing(ident, msg, p))
+            return m._error(ident, "busy", f"{len(mine)} different listings of {p.name!r} are being built: ask "
+                                           f"again when they are answered, or ask for pages (limit)", msg["id"])
+        mine.append(_Listing(ident, msg, p, key))
         self._slice(p)
 
     def _slice(self, p) -> None:
-        """One page of ``p``'s oldest listing; its reply once it has its last page."""
+        """One page of ``p``'s oldest listing, or, once it has its last page, its reply to
+        one of the requests it answers."""
         mine = self.listings[p]
-        done = mine[0].more(self.m)
-        if done is not None:
-            mine.popleft()
-            self.m.outbox.append(done)
+        out = mine[0].more(self.m)
+        if out is not None:
+            self.m.outbox.append(out)
+            if not mine[0].to:
+                mine.popleft()
         if not mine:
             del self.listings[p]
 
@@ -151,27 +161,34 @@ class ClientHandlers:
 
 
 class _Listing:
-    """An unpaged ``queue`` request being built: its rows packed a page at a time."""
+    """An unpaged ``queue`` request being built: its rows packed a page at a time, then
+    joined once and sent to each request it answers (``to``: the same rows asked again while
+    they were being built)."""
 
-    __slots__ = ("ident", "id", "jobs", "all", "viewer", "after", "parts", "count")
+    __slots__ = ("to", "key", "jobs", "all", "viewer", "after", "parts", "n", "now", "gang", "frame")
 
-    def __init__(self, ident, msg, viewer):
-        self.ident, self.id, self.viewer = ident, msg["id"], viewer
+    def __init__(self, ident, msg, viewer, key):
+        self.to, self.key, self.viewer = [(ident, msg["id"])], key, viewer
         self.jobs, self.all = msg.get("jobs"), msg.get("all")
-        self.after, self.parts, self.count = 0, [], 0
+        self.after, self.parts, self.n, self.frame = 0, [], 0, None
+        self.now = self.gang = None
 
     def more(self, m):
-        """Build one more page; the (ident, frame) of the whole reply after the last one."""
-        pg = views.page(m, self.jobs, self.all, self.viewer, self.after)
-        pk = P.packer()
-        for r in pg["jobs"]:
-            self.parts.append(pk.pack(r))
-        self.count += len(pg["jobs"])
-        if pg["next"] is not None:
-            self.after = pg["next"]
-            return None
-        return self.ident, P.encode_rows("ok", {"id": self.id}, {"now": pg["now"], "gang": pg["gang"]},
-                                         "jobs", self.count, self.parts)
+        """Build one more page, or send one reply once built: its (ident, frame), or None."""
+        if self.frame is None:
+            pg = views.page(m, self.jobs, self.all, self.viewer, self.after)
+            pk = P.packer()
+            self.parts.extend(pk.pack(r) for r in pg["jobs"])
+            self.n += len(pg["jobs"])
+            if pg["next"] is not None:
+                self.after = pg["next"]
+                return None
+            self.now, self.gang = pg["now"], pg["gang"]
+            self.frame = b"".join(self.parts)
+            self.parts = [self.frame]
+        ident, rid = self.to.pop(0)
+        return ident, P.encode_rows("ok", {"id": rid}, {"now": self.now, "gang": self.gang}, "jobs",
+                                    self.n, self.parts)
 
 
 __all__ = ["ClientHandlers"]
