@@ -208,12 +208,15 @@ def run(a) -> dict:
         stop_file.touch()
         pings = json.loads(pinger.communicate(timeout=300)[0])
         during = [d for t, d in pings if flood["submit_start"] <= t <= flood["flood_end"]]
+        listing = [d for t, d in pings if flood["submit_end"] <= t <= flood["flood_end"]]
         res = {"repo": str(repo), "jobs": a.jobs, "queries_sent": a.queries, **flood,
                "ping_n": len(during), "ping_p50_ms": 1000 * _pct(during, 0.5),
-               "ping_p99_ms": 1000 * _pct(during, 0.99), "ping_max_ms": 1000 * max(during, default=float("nan")),
+               "ping_p99_ms": 1000 * _pct(during, 0.99), "ping_listing_p99_ms": 1000 * _pct(listing, 0.99),
+               "ping_listing_n": len(listing), "ping_max_ms": 1000 * max(during, default=float("nan")),
                "nodes_down": c.journal("SELECT COUNT(*) FROM events WHERE kind = 'node_down'"),
                "jobs_failed": c.journal("SELECT COUNT(*) FROM jobs WHERE state = 'failed'"),
                "jobs_requeued": c.journal("SELECT COUNT(*) FROM events WHERE kind = 'requeue'"),
+               "load": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
                "jobs_completed": c.journal("SELECT COUNT(*) FROM jobs WHERE state = 'completed'")}
         return res
     finally:
@@ -236,7 +239,9 @@ def report(r: dict) -> None:
     print(f"queue --all replies: {len(q)} of {r['queries_sent']}; seconds each (rows): "
           + ", ".join(f"{t:.2f} ({n})" for t, n in q))
     print(f"admin ping during the flood: n={r['ping_n']} p50 {r['ping_p50_ms']:.1f} ms, p99 {r['ping_p99_ms']:.1f} ms, "
-          f"max {r['ping_max_ms']:.1f} ms")
+          f"max {r['ping_max_ms']:.1f} ms; while the listings were asked: n={r['ping_listing_n']} "
+          f"p99 {r['ping_listing_p99_ms']:.1f} ms")
+    print(f"load average at the end: {r['load']}")
     print(f"nodes declared down: {r['nodes_down']}; jobs failed: {r['jobs_failed']} (requeued {r['jobs_requeued']}, "
           f"completed {r['jobs_completed']})")
 

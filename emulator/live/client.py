@@ -140,8 +140,9 @@ class Client:
         todo = list(range(len(jobs) - 1, -1, -1))  # a stack: the next index last
         deadline = time.monotonic() + deadline_per
         resume = 0.0  # a rate-limited principal sends nothing more before this
+        allowed = window  # halved by each refusal for the rate, grown back by each answer
         while todo or pending:
-            while todo and len(pending) < window and time.monotonic() >= resume:
+            while todo and len(pending) < allowed and time.monotonic() >= resume:
                 i = todo.pop()
                 rid = next(self._ids)
                 j = {"request": jobs[i]["request"], "runtime": float(jobs[i]["runtime"])}
@@ -161,7 +162,9 @@ class Client:
             if m["type"] == "error" and m["code"] == "rate-limited":  # the daemon's admission: wait, resend
                 todo.append(idx)
                 resume = time.monotonic() + RATE_WAIT
+                allowed = max(1, allowed // 2)
                 continue
+            allowed = min(window, allowed + 1)
             out[idx] = DaemonError(m["code"], m["message"]) if m["type"] == "error" else m["data"]["job"]
         return out
 
