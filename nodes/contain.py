@@ -77,6 +77,12 @@ def agent_dir(pid: int) -> Path | None:
     return None if b is None else b / f"agent-{pid}"
 
 
+def task_dir(agent_pid: int, job: int, attempt: int, rank: int) -> Path | None:
+    """The cgroup of one task of the agent ``agent_pid``."""
+    d = agent_dir(agent_pid)
+    return None if d is None else d / f"j{job}.a{attempt}.r{rank}"
+
+
 def _populated(d: Path) -> bool:
     try:
         return "populated 1" in (d / "cgroup.events").read_text()
@@ -220,7 +226,7 @@ def kill_pids(pids) -> None:
 
 
 __all__ = ["TaskBox", "base", "descendants", "kill_agent", "kill_cgroup", "kill_pids", "kill_tree", "mode", "proc_table",
-           "remove", "set_subreaper", "sweep"]
+           "remove", "set_subreaper", "sweep", "task_dir"]
 
 
 class TaskBox:
@@ -246,7 +252,7 @@ class TaskBox:
         """A new cgroup for the task (None in session mode)."""
         if self.dir is None:
             return None
-        d = self.dir / f"j{job}.a{attempt}.r{rank}"
+        d = self.dir / task_dir(os.getpid(), job, attempt, rank).name
         try:
             d.mkdir()
         except FileExistsError:  # a re-sent run of a task that could not start
@@ -273,12 +279,12 @@ class TaskBox:
             if not remove(cg):
                 self.pending.append(cg)
             return
+        table = proc_table()  # before the kill: its children are still its own
+        mine = {p for p, _pp, sid in table if sid == pid and p != os.getpid()} | descendants({pid}, table)
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-        table = proc_table()
-        mine = {p for p, _pp, sid in table if sid == pid and p != os.getpid()}
         kill_pids(mine | set(orphans) | descendants(set(orphans) | mine, table))
 
     def tidy(self) -> bool:

@@ -28,7 +28,8 @@ Decisions of this implementation:
   does not count it again.
 * Before a node of this host is faulted (its process ended, it hung, it came back as a new
   process), what its tasks started is ended and waited for (``contain_dead``, nodes.contain):
-  a requeued attempt never runs beside its predecessor.
+  a requeued attempt never runs beside its predecessor; nor beside the job's tasks on this host's
+  other nodes (``_end_attempt``).
 """
 from __future__ import annotations
 
@@ -116,7 +117,19 @@ class NodeHandlers:
         for jid in jids:
             jr = m.jobs[jid]
             if jr.state == "running" and nr.id in jr.nodes:
+                self._end_attempt(jr, nr.id)
                 m._fault(jr, nr.id, f"node {nr.id} {why}")
+
+    def _end_attempt(self, jr, skip: int) -> None:
+        """The tasks of ``jr``'s attempt on this host's other (watched) nodes end, with all they
+        started, and are waited for, before the job can be placed again: its ``kill`` messages
+        would only arrive beside the new attempt's ``run``s. Nodes elsewhere get the message."""
+        if contain.base() is None:
+            return
+        for rank, n in enumerate(jr.nodes):
+            nr = self.m.nodes[n]
+            if n != skip and nr.pidfd is not None and isinstance(nr.pid, int):
+                contain.kill_tree(contain.task_dir(nr.pid, jr.id, jr.attempt, rank))
 
     def purge(self, wall: float):
         """Down the nodes that fell silent (emulator.live.nodes.NodeRegistry.expired)."""
