@@ -9,32 +9,44 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
 import os
 import select
 import signal
 import sys
 import threading
 
-from emulator.jsonable import jsonable
 
 COMMAND_MODULES = ["emulator.cli.policies", "emulator.cli.simulate", "emulator.cli.cluster", "emulator.cli.run",
                    "emulator.cli.monitor", "emulator.cli.reproduce", "emulator.cli.sweep",
                    "emulator.cli.net"]
+# The module whose ``add_commands`` registers each command: ``main`` builds only the parser of
+# the command asked for, so `mcemu queue` imports the jobs' module and not the simulator, the
+# monitor or the cluster's lifecycle (scripts/bench_cli.py; tests/test_cli_habits.py checks
+# this table against the whole parser). A command missing here still works, at the whole
+# parser's cost.
+COMMAND_MODULE = {
+    "policies": "emulator.cli.policies", "simulate": "emulator.cli.simulate",
+    **dict.fromkeys(("up", "down", "nodes", "node"), "emulator.cli.cluster"),
+    **dict.fromkeys(("submit", "queue", "cancel", "workload", "wait"), "emulator.cli.jobs"),
+    "keys": "emulator.cli.keys", "run": "emulator.cli.run", "monitor": "emulator.cli.monitor",
+    "demo": "emulator.cli.monitor", "reproduce": "emulator.cli.reproduce", "sweep": "emulator.cli.sweep",
+    "net": "emulator.cli.net",
+}
 
 
 class UsageError(Exception):
     """A user error the CLI reports in one line (exit status 2)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given a ``command`` of COMMAND_MODULE, only its module's commands."""
     parser = argparse.ArgumentParser(
         prog="mcemu",
         description="mcemu: a live emulator and a discrete-event simulator of hypercube and "
                     "2-D mesh multicomputers, for processor allocation and job scheduling.",
         epilog="`mcemu COMMAND --help` for one command; `mcemu demo` to see it run.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [COMMAND_MODULE[command]] if command in COMMAND_MODULE else COMMAND_MODULES:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:
@@ -46,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def print_json(obj) -> None:
+    import json  # lazy, as the rest: a command that prints a table does not need it
+
+    from emulator.jsonable import jsonable
+
     # strict JSON: infinities as "inf", NaN as null (a power with no delay is infinite)
     json.dump(jsonable(obj), sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
@@ -133,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv, before) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -143,12 +160,21 @@ def _main(argv, before) -> int:
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (UsageError, ValueError, KeyError, OSError) as e:
+    except Exception as e:
+        if not isinstance(e, (UsageError, ValueError, KeyError, OSError)) and not _refused(e):
+            raise
         if isinstance(e, BrokenPipeError) and _stdout_gone(before):
             raise  # main's: quiet
         msg = e.args[0] if isinstance(e, KeyError) and e.args and not str(e).startswith("unknown") else e
         print(f"mcemu {args.command}: error: {msg}", file=sys.stderr)
         return 2
+
+
+def _refused(e: Exception) -> bool:
+    """A daemon's refusal (emulator.live.client.ClientError) that a command did not word itself:
+    one line too. Not imported for this: a command that raised one has loaded the client."""
+    client = sys.modules.get("emulator.live.client")
+    return client is not None and isinstance(e, client.ClientError)
 
 
 def entry() -> None:

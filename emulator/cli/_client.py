@@ -1,18 +1,24 @@
 """What the commands that talk to a running daemon share (emulator.cli.cluster, emulator.cli.jobs,
 the monitor): ``--key`` (``use_key``), the client (``connect``), the client options of a
-sub-parser (``client_options``) and the tables they print (``table``, ``ranges``, ``printable``).
+sub-parser (``client_options``), the tables they print (``table``, ``ranges``, ``printable``) and a
+job's final states (``FINISHED``).
 
-Lazy imports, measured on top of `mcemu --help`'s: the client (zmq, msgpack) 19 ms, rich 14 ms,
-the key files 3 ms at start-up of every mcemu command (each builds the whole parser, so imports
-this module; scripts and tests poll `mcemu nodes` / `queue`).
+Lazy imports, measured on top of `mcemu --help`'s: the client (zmq, msgpack) 19 ms, the key
+files 3 ms at start-up of every mcemu command that builds the whole parser (so imports this
+module); Rich (18 ms with its rendering) only for a table too wide for the terminal: scripts
+and tests poll `mcemu nodes` / `queue` (scripts/bench_cli.py).
 """
 from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import sys
+import unicodedata
 
 from emulator.cli import UsageError
+
+FINISHED = ("completed", "failed", "cancelled")  # a job's final states; anything else (queued, held, running) is not
 
 
 def use_key(args) -> None:
@@ -59,8 +65,35 @@ def printable(v) -> str:
 
 
 def table(title, columns, rows):
-    """Rows of values (None: empty), each cell printable() and plain text: a ``[red]`` in a name
-    is shown, not read as Rich markup."""
+    """Rows of values (None: empty), each cell ``printable`` and plain text (a ``[red]`` in a
+    name is shown, not read as Rich markup). Full rows, one line each, in columns two spaces
+    apart (like squeue): on a pipe always, on a terminal when they fit its width; a terminal
+    too narrow for them gets Rich's fitting (wrapped cells), the only case that imports Rich."""
+    cells = [[printable(v) for v in r] for r in rows]
+    widths = [max([_width(c)] + [_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    tty = sys.stdout.isatty()
+    if tty and sum(widths) + 2 * (len(widths) - 1) > shutil.get_terminal_size().columns:
+        return _rich_table(title, columns, cells)
+    bold = tty and "NO_COLOR" not in os.environ
+    out = [] if title is None else [title]
+    head = _line(columns, widths)
+    out.append(f"\x1b[1m{head}\x1b[0m" if bold else head)
+    out += [_line(r, widths) for r in cells]
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def _width(s: str) -> int:
+    """Terminal cells: 2 for an East Asian wide character."""
+    if s.isascii():
+        return len(s)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+
+
+def _line(cells, widths) -> str:
+    return "  ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)).rstrip()
+
+
+def _rich_table(title, columns, cells) -> None:
     from rich.console import Console  # lazy: see the module docstring
     from rich.table import Table
     from rich.text import Text
@@ -68,10 +101,9 @@ def table(title, columns, rows):
     t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
     for c in columns:
         t.add_column(c)
-    for r in rows:
-        t.add_row(*[Text(printable(v)) for v in r])
-    # a pipe gets full rows (like squeue), a terminal gets rich's fitting
-    Console(width=None if sys.stdout.isatty() else 200).print(t)
+    for r in cells:
+        t.add_row(*[Text(c) for c in r])
+    Console().print(t)
 
 
 def ranges(ids) -> str:

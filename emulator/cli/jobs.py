@@ -18,13 +18,12 @@ import time
 from types import SimpleNamespace
 
 from emulator.cli import UsageError, print_json
-from emulator.cli._client import client_options, connect, printable, ranges, table, use_key
-from emulator.cli.lifecycle import FINISHED
-from emulator.cli.net import pattern_job
+from emulator.cli._client import FINISHED, client_options, connect, printable, ranges, table, use_key
 from emulator.live import home as homemod
 
-# lazy imports, measured on top of `mcemu --help`'s: the client, the workloads and the journal's
-# reader inside the commands (every mcemu command builds the whole parser, so imports this module)
+# lazy imports, measured on top of `mcemu --help`'s: the client, the workloads, the journal's
+# reader and the pattern tasks (emulator.cli.net) inside the commands: `mcemu queue` builds the
+# parser of this module alone (emulator.cli.COMMAND_MODULE) and imports what it uses
 
 
 def _parse_request(args) -> dict:
@@ -41,6 +40,8 @@ def _parse_request(args) -> dict:
 
 def cmd_submit(args) -> int:
     from emulator.live.client import DaemonError  # lazy: the client (zmq, msgpack) 19 ms at every mcemu start-up
+
+    from emulator.cli.net import pattern_job  # lazy: see the module's imports
 
     request = _parse_request(args)
     with connect(args) as c:
@@ -140,6 +141,8 @@ def _pattern_tasks(args, jobs, client) -> list:
     """``workload --pattern``: every job runs the ready-made pattern task (emulator.cli.net
     ``pattern_job``), its run time set by its messages; all checked before the first submit
     (a pattern that does not fit a drawn shape is a one-line error, nothing is submitted)."""
+    from emulator.cli.net import pattern_job  # lazy: see the module's imports
+
     out = []
     for i, j in enumerate(jobs):
         a = SimpleNamespace(pattern=args.pattern, mtbs=args.mtbs, iterations=args.iterations, warmup=args.warmup,

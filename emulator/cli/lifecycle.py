@@ -22,10 +22,9 @@ from pathlib import Path
 import psutil
 
 from emulator.cli import UsageError
+from emulator.cli._client import FINISHED
 from emulator.live import config as configmod
 from emulator.live import home as homemod
-
-FINISHED = ("completed", "failed", "cancelled")  # a job's final states; anything else (queued, held, running) is not
 
 
 def cluster_processes(home: Path) -> dict:

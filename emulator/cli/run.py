@@ -31,7 +31,7 @@ from pathlib import Path
 from emulator.cli import UsageError
 from emulator.cli._client import client_options, connect, ranges
 from emulator.cli.jobs import _parse_request
-from emulator.cli.lifecycle import FINISHED
+from emulator.cli._client import FINISHED
 from emulator.live import home as homemod
 
 DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
