@@ -14,7 +14,6 @@ import time
 
 from emulator.cli import UsageError, print_json
 from emulator.jsonable import jsonable as _jsonable
-from emulator.sim.batsim import write_jobs_csv
 
 
 def _comm(args, topo):
@@ -154,6 +153,8 @@ def run(args) -> int:
                            note=f"mcemu simulate {args.allocator}/{args.scheduler}")
         out["swf_written"] = str(args.write_swf)
     if args.jobs_out:
+        from emulator.sim.batsim import write_jobs_csv  # lazy: see the module docstring
+
         name = os.path.basename(str(args.trace)) if args.trace else f"mcemu-load-{args.load:g}-seed-{args.seed}"
         write_jobs_csv(args.jobs_out, res.records, workload_name=name,
                        time_unit=args.time_unit if args.trace else 1.0)
