@@ -114,6 +114,9 @@ class Comm:
         self.sock.setsockopt(zmq.LINGER, 1000)  # the last sends reach the interconnect before exit
         self.sock.setsockopt(zmq.SNDHWM, 100_000)
         self.sock.setsockopt(zmq.RCVHWM, 100_000)
+        # the interconnect's death (or restart, which forgets this task's hello) is a dropped
+        # connection: seen here, it ends a wait with an error instead of a hang for ever
+        self.mon = self.sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.sock.connect(self.endpoint)
         # a message is held to its due time, to the tens of us; slept, not spun (prompt_wakeups)
         self.kernel = Kernel(clock, precise=True, spin=0.0)
@@ -256,13 +259,22 @@ class Comm:
     # ------------------------------------------------------------------ plumbing
 
     def _read(self, deadline) -> dict | None:
-        """The next frame from the interconnect, or None at ``deadline`` (None: no deadline)."""
-        while self.kernel.wait(deadline, self.sock):
-            try:
-                return P.decode(self.sock.recv(), max_size=P.MAX_FRAME + P.MAX_PAYLOAD)
-            except P.ProtocolError:
-                continue
-        return None
+        """The next frame from the interconnect, or None at ``deadline`` (None: no deadline).
+        Frames that arrived before the connection dropped are read first; then CommError
+        ``net-gone``."""
+        while True:
+            ready = self.kernel.wait(deadline, self.sock, self.mon)
+            if not ready:
+                return None
+            if self.sock in ready or self.sock.poll(0):
+                try:
+                    return P.decode(self.sock.recv(), max_size=P.MAX_FRAME + P.MAX_PAYLOAD)
+                except P.ProtocolError:
+                    continue
+            else:
+                self.mon.recv_multipart()  # the one event monitored: EVENT_DISCONNECTED
+                raise CommError("net-gone", f"the interconnect at {self.endpoint} went away (it died or was "
+                                            f"restarted): this task's messages can no longer be delivered")
 
     def _pump(self, deadline) -> dict | None:
         m = self._read(deadline)
@@ -280,6 +292,8 @@ class Comm:
         return m
 
     def close(self) -> None:
+        self.sock.disable_monitor()
+        self.mon.close(linger=0)
         self.sock.close()
         self.ctx.term()
 

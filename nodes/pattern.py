@@ -26,7 +26,7 @@ import json
 import struct
 import sys
 
-from nodes.comm import Comm
+from nodes.comm import Comm, CommError
 from scheduler.network.patterns import pattern_pairs
 from scheduler.network.stats import percentile
 from scheduler.network.traffic import Path, PathLoop
@@ -146,5 +146,15 @@ def main(argv=None) -> int:
     return 0
 
 
+def _main() -> int:
+    """The task's entry: an interconnect that refuses or goes away is one line on stderr (the
+    line ``mcemu queue`` shows of a failed task), not a traceback."""
+    try:
+        return main()
+    except CommError as e:
+        print(f"nodes.pattern: {e}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main())

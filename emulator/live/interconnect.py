@@ -174,6 +174,11 @@ class Interconnect:
             return self._error(ident, code, why)
         self._ended(replaced)
         self.jobs.join(j, m.get("group"))
+        if len(j.ranks) == 1:
+            # the daemon learns at once which jobs this network carries: the ones it requeues
+            # should this process die (emulator.live.netkeeper)
+            j.dirty = True
+            self.report(j)
         rank = m["rank"]
         if self.virtual:
             return self.virtual.hello(j, ident, m)
