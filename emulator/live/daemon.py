@@ -273,6 +273,11 @@ class Daemon(ProcessorManager):
         for nr in self.nodes:  # nodes registered while the journal was replayed
             if nr.ident is not None and nr.pidfd is None:
                 self.from_nodes.watch(nr, nr.ident)
+        if self.cfg.get("network") and self.router is not None:  # emulator.live.netkeeper
+            from emulator.live.netkeeper import NetKeeper
+
+            self.netkeeper = NetKeeper(self, k)
+            self.netkeeper.attach()
         k.add_deadline(self._tick_due)
         k.add_deadline(self._work_due)
         k.after_turn(self._turn)
