@@ -1,0 +1,61 @@
+"""The interconnect killed under running jobs (issue 30): the daemon restarts it
+(emulator.live.netkeeper), the jobs it carried are requeued with the reason and complete, their
+tasks' calls end instead of hanging (nodes.comm: ``net-gone``), and new jobs communicate."""
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from conftest import wait_for
+
+pytestmark = pytest.mark.live
+
+UP = ("--topology", "mesh:8x8", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole")
+
+
+def _jobs(cluster, ids) -> dict:
+    return {j["id"]: j for j in cluster.mcemu_json("queue", "--all")["jobs"] if j["id"] in ids}
+
+
+def _interconnect(cluster):
+    from emulator.live import home as homemod
+
+    return homemod.read_pidfile(cluster.home / "interconnect.pid")
+
+
+def test_interconnect_killed_under_three_pattern_jobs(cluster):
+    cluster.up(*UP)
+    ids = [cluster.mcemu_json("submit", "--shape", "4x4", "--pattern", "transpose", "--mtbs", "25",
+                              "--iterations", "150")["job"] for _ in range(3)]
+    # every job running, and known to the interconnect (its first hello is reported at once)
+    wait_for(lambda: all(j["state"] == "running" and j["comm"] is not None
+                         for j in _jobs(cluster, ids).values()), 60, "three communicating jobs")
+    old = _interconnect(cluster)
+    cluster.record(old)
+    old.kill()
+    killed = time.monotonic()
+
+    def settled():
+        js = _jobs(cluster, ids).values()
+        return list(js) if all(j["attempt"] == 2 or j["state"] == "failed" for j in js) else None
+    js = wait_for(settled, 10, "every job requeued or failed within 10 s of the kill")
+    assert time.monotonic() - killed < 10
+    for j in js:  # max_requeue 1: requeued once, with the reason
+        assert j["faults"] == 1 and j["attempt"] == 2, j
+        assert j["state"] == "completed" or "interconnect" in (j["reason"] or ""), j
+    new = wait_for(lambda: (lambda p: p if p is not None and p.pid != old.pid else None)(_interconnect(cluster)),
+                   10, "a new interconnect")
+    cluster.record(new)
+    done = wait_for(lambda: (lambda js: js if all(j["state"] not in ("queued", "running") for j in js.values())
+                             else None)(_jobs(cluster, ids)), 90, "the requeued jobs to end")
+    assert {j["state"] for j in done.values()} == {"completed"}, done
+    # a new job after the restart communicates through the new interconnect
+    jid = cluster.mcemu_json("submit", "--shape", "4x4", "--pattern", "transpose", "--iterations", "5")["job"]
+    j = wait_for(lambda: (lambda j: j if j["state"] not in ("queued", "running") else None)(_jobs(cluster, [jid])[jid]),
+                 60, "the new job to end")
+    assert j["state"] == "completed" and j["comm"]["count"] == 12 * 5
+    res = cluster.down()
+    assert new.pid in res["stopped"]
+    assert not psutil.pid_exists(new.pid) or new.status() == psutil.STATUS_ZOMBIE
