@@ -203,11 +203,14 @@ def test_the_flood_in_short_form_stalls_nothing(cluster):
     def pinger():
         from emulator.live.client import Client
         with Client(home=cluster.home, timeout=60) as c:
+            due = time.monotonic()
             while not stop.is_set():
-                t = time.monotonic()
                 c.ping()
-                lat.append(time.monotonic() - t)
-                time.sleep(0.02)
+                done = time.monotonic()
+                while due <= done:  # timed from when each was due (scripts/flood.py _pinger)
+                    lat.append(done - due)
+                    due += 0.02
+                time.sleep(max(0.0, due - time.monotonic()))
 
     th = threading.Thread(target=pinger)
     th.start()

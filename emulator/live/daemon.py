@@ -9,6 +9,8 @@ that fell silent, and snapshots), a deadline (the policy's timer, ``next_wakeup`
 end of every turn the policy's tick when due, the journal's commit and only then the replies,
 task messages and events the turn produced (a state change is on disk before anyone hears of
 it). Liveness: emulator.live.nodes.
+No client can stall it (issue 30): a turn's handlers and listings are bounded (TURN_BUDGET,
+SLICE_BUDGET), a client's quota and rate are emulator.live.admission's.
 
 Where the rest is (emulator/live/):
 
@@ -19,6 +21,7 @@ manager.py          ProcessorManager, composed of the parts below; decisions and
 policy_port.py      PolicyPort: the one place the policy is called; model time
 node_handlers.py    what the nodes send (register, task reports, bye); node faults; watched processes
 client_handlers.py  the clients' requests (submit, cancel, queue, nodes, status, comm, ...)
+admission.py        what a principal may ask, and how much: quotas, request rates, job names
 config.py           the settings: defaults, the journal's configuration, ``--param``
 jobs.py             JobRec: one job's record; JobBook: the records, ``transition``
 nodes.py            NodeRegistry: node processes, liveness, heartbeat waves
@@ -197,10 +200,9 @@ class Daemon(ProcessorManager):
         return self.client_dispatch[t](ident, m)
 
     def _drain(self):
-        """The messages waiting, for at most TURN_BUDGET seconds of handlers: a flood of
-        requests from one client cannot hold the turn, so the replies, heartbeats and timers
-        of the turn follow soon; ZeroMQ's ROUTER reads its connections in turn, so the admin's
-        request is among the first of the next turn."""
+        """The messages waiting, for at most TURN_BUDGET seconds of handlers, so that a flood
+        cannot hold the turn's replies, heartbeats and timers; the ROUTER reads its connections
+        in turn, so the admin's request is among the first of the next turn."""
         r = self.router
         clock = self.clock
         until = clock() + TURN_BUDGET
