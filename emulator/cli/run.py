@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from emulator.cli import UsageError
-from emulator.cli._client import client_options, connect, ranges
+from emulator.cli._client import client_options, connect, printable, ranges
 from emulator.cli.jobs import _parse_request
 from emulator.cli._client import FINISHED
 from emulator.live import home as homemod
@@ -210,7 +210,7 @@ def _exit_status(job: dict, jid: int, note) -> int:
     statuses = job.get("exit") or []
     bad = next(((r, s) for r, s in enumerate(statuses) if s), None)
     if not job.get("timed_out"):
-        why = job.get("reason") or (f"rank {bad[0]} exited with {bad[1]}" if bad else "")
+        why = printable(job.get("reason")) or (f"rank {bad[0]} exited with {bad[1]}" if bad else "")
         note(f"job {jid} {job['state']}" + (f": {why}" if why else ""))
     if bad is None:
         return 1
