@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 
 from emulator.cli import UsageError
-from emulator.cli._client import client_options, connect, printable, ranges
+from emulator.cli._client import FINISHED, client_options, connect, printable, ranges
 from emulator.cli.jobs import _parse_request
-from emulator.cli._client import FINISHED
 from emulator.live import home as homemod
 
 DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
