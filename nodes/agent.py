@@ -112,7 +112,7 @@ class Agent:
         self.reset_policy = False
         self.host = socket.gethostname()
         self.pid = os.getpid()
-        self.box = TaskBox()  # containment: a cgroup per task, or the agent as subreaper
+        self.box = TaskBox(sweep_dead=parent_pid is None)  # a cgroup per task, or the agent as subreaper
         self.table = TaskTable(self)
         self.warm = WarmChild(self)
         self.spawner = Spawner(self)

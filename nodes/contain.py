@@ -225,8 +225,8 @@ def kill_pids(pids) -> None:
             pass
 
 
-__all__ = ["TaskBox", "base", "descendants", "kill_agent", "kill_cgroup", "kill_pids", "kill_tree", "mode", "proc_table",
-           "remove", "set_subreaper", "sweep", "task_dir"]
+__all__ = ["TaskBox", "base", "descendants", "kill_agent", "kill_cgroup", "kill_pids", "kill_tree", "mode",
+           "proc_table", "remove", "set_subreaper", "sweep", "task_dir"]
 
 
 class TaskBox:
@@ -236,10 +236,13 @@ class TaskBox:
 
     ENTER = 'echo $$ >"$0" || exit 126; exec "$@"'  # a cold spawn's first act: into its cgroup
 
-    def __init__(self):
+    def __init__(self, sweep_dead: bool = True):
+        """``sweep_dead``: end the tasks of this host's dead agents first (an agent under a
+        launcher leaves that to the launcher: 1024 agents need not each look at 1024 others)."""
         self.dir = agent_dir(os.getpid())
         if self.dir is not None:
-            sweep()
+            if sweep_dead:
+                sweep()
             try:
                 self.dir.mkdir(exist_ok=True)
             except OSError:

@@ -98,8 +98,8 @@ def test_what_a_task_starts_ends_with_the_task_a_cancel_and_mcemu_down(cluster, 
     assert len(live(seen["down"])) == 3
     cluster.down()
     left = live([p for s in seen.values() for p in s])
-    print(f"contain={contain_by} ({contain.mode()} here): {sum(map(len, seen.values()))} task processes seen, {len(left)} alive "
-          f"after end/cancel/down")
+    print(f"contain={contain_by} ({contain.mode()} here): {sum(map(len, seen.values()))} task processes seen, "
+          f"{len(left)} alive after end/cancel/down")
     assert not left, {p: k for s in seen.values() for p, k in s.items() if p in left}
 
 
