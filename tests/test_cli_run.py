@@ -75,7 +75,7 @@ def test_a_failing_rank_gives_its_exit_status(cluster, tmp_path):
     go.touch()
     run = Run(cluster, "-n", 4, sys.executable, prog, go, 3, 2)
     rc, err = run.finish()
-    assert rc == 3 and "rank 2 exited with 3" in err
+    assert rc == 3 and "rank 2 on node 2 exited 3: hello 2 | bye 2" in err, err  # the reason, its output's tail
     assert run.has(f"hello {r}" for r in range(4))  # no labels without --label
     assert cluster.client.queue(all=True)["jobs"][0]["state"] == "failed"
 
