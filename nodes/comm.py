@@ -90,6 +90,15 @@ def prompt_wakeups() -> dict:
     return done
 
 
+# Flow control on the task's side (dilated time): a send waits while this task has WINDOW
+# messages or WINDOW_BYTES in the network not yet delivered (their notices not back), well
+# inside what the interconnect holds for a rank (emulator.live.interconnect.FLOW_*). Like a
+# NIC's send queue: a program that outruns the network is slowed to its pace, not buffered
+# without bound. In virtual time a send is a frame at the rank's clock and the interconnect's
+# bound applies alone (notices come only when asked for there).
+WINDOW, WINDOW_BYTES = 64, 8 << 20
+
+
 class Comm:
     """This task's end of the interconnect (module docstring). ``clock``: the kernel's clock
     (default the wall clock; all times are its seconds)."""
@@ -147,6 +156,9 @@ class Comm:
             if m["type"] == "error":
                 raise CommError(m["code"], m["message"])
         self.welcome = m  # time ("dilated" / "virtual"), vt0, flit_bytes, cpu_scale, topology
+        self.flow = m.get("time") != "virtual"
+        self.unacked: dict[int, int] = {}  # id -> bytes of this task's messages in the network (dilated)
+        self.unacked_bytes = 0
         self.dilation = m["dilation"]  # wall us per network us
         self.flit_time_us, self.length_flits = m["flit_time_us"], m["length_flits"]
 
@@ -163,8 +175,14 @@ class Comm:
         virtual-time fields (vt, cpu, nbytes, notice: nodes.mpi.live)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        data = bytes(data)
+        if self.flow:
+            while self.unacked and (len(self.unacked) >= WINDOW or self.unacked_bytes + len(data) > WINDOW_BYTES):
+                self._pump(None)
+            self.unacked[self._ids + 1] = len(data)
+            self.unacked_bytes += len(data)
         self._ids += 1
-        fields = {"id": self._ids, "to": int(dest), "data": bytes(data), **extra}
+        fields = {"id": self._ids, "to": int(dest), "data": data, **extra}
         if not measured:
             fields["measured"] = False
         self.sock.send(P.encode("net_send", **fields))
@@ -285,9 +303,11 @@ class Comm:
             self.inbox.append((m["source"], m["data"], m["due"]))
         elif t == "net_delivered":
             self.delivered[m["id"]] = (m["delay_us"], m["due"])
+            self.unacked_bytes -= self.unacked.pop(m["id"], 0)
         elif t == "ok":
             self.barriers.add(m["id"])
         elif t == "error":
+            self.unacked_bytes -= self.unacked.pop(m.get("id"), 0)  # a refused send holds nothing
             raise CommError(m["code"], m["message"], m.get("id"))
         return m
 

@@ -1,7 +1,9 @@
 """A user's program for tests/test_live_net.py: ``ring K`` sends K messages from each rank to
 the next (payloads of varying length that carry their sender and sequence number) and checks
 that it gets K from the previous rank, in order and intact; ``hold`` says hello and waits
-for one message (``--skip R``: rank R never connects, so a test may play it)."""
+for one message (``--skip R``: rank R never connects, so a test may play it); ``flood K B``:
+rank 0 sends K messages of B bytes to rank 1 without waiting for any (flow control paces it),
+rank 1 takes them."""
 import hashlib
 import sys
 
@@ -25,6 +27,18 @@ def main(argv) -> int:
         print("ready", flush=True)
         source, data = comm.recv()
         print(f"got {data!r} from {source}")
+        return 0
+    if argv[0] == "flood":
+        k, size = int(argv[1]), int(argv[2])
+        comm = Comm()
+        if comm.Get_rank() == 0:
+            for seq in range(k):
+                comm.send(1, seq.to_bytes(4, "big") * (size // 4))
+        else:
+            for seq in range(k):
+                _, data = comm.recv(timeout=120)
+                assert data[:4] == seq.to_bytes(4, "big") and len(data) == size
+            print(f"flood: {k} messages of {size} bytes in order")
         return 0
     k = int(argv[1])
     comm = Comm()

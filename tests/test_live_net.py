@@ -209,3 +209,24 @@ def test_workload_streams_pattern_jobs_whose_run_time_comes_from_their_messages(
                      10, "the comm report")
         n = len(j["nodes"])
         assert n == 1 or j["comm"]["count"] == n * 5, j  # a ring of n ranks: n paths of 5 messages
+
+
+def test_flow_control_keeps_a_flooding_task_from_growing_the_interconnect(cluster):
+    """Issue 30: a task sending 240 x 64 KiB without waiting (15 MiB; a message lasts 25 ms at
+    the default dilation, so the sender outruns the network 100-fold) is paced by its window
+    (nodes.comm.WINDOW: 64 messages, 8 MiB): the interconnect holds 4 MiB of it at most (without
+    the window it grew by the whole flood, 15 MiB); every message arrives, in order."""
+    cluster.up(*UP_4x4)
+    ic = psutil.Process(cluster_pid(cluster, "interconnect"))
+    base = peak = ic.memory_info().rss
+    jid = cluster.client.submit({"shape": [2, 1]}, 60, command=f"{RING} flood 240 65536")
+
+    def ended():
+        nonlocal peak
+        peak = max(peak, ic.memory_info().rss)
+        j = job(cluster, jid)
+        return j if j["state"] not in ("queued", "running") else None
+    j = wait_for(ended, 120, "the flood to end", interval=0.01)
+    assert j["state"] == "completed", (j, cluster.logs())
+    assert "240 messages of 65536 bytes in order" in (cluster.home / "output" / f"job{jid}.1.out").read_text()
+    assert peak - base < 9 << 20, f"the interconnect grew by {(peak - base) / 2**20:.1f} MiB"

@@ -259,3 +259,36 @@ def test_a_task_asks_for_prompt_wakeups():
     assert r["before"][0] > 1 and r["took"]["timer_slack"] and r["after"][0] == 1
     if r["before"][1] is not None:  # Linux >= 6.12 shows the slice in /proc/self/sched and takes ours
         assert r["took"]["slice"] and r["after"][1] == 100_000 and r["before"][1] != 100_000
+
+
+def test_flow_control_bounds_what_a_rank_holds_and_an_ended_job_frees_its_payloads(tmp_path, monkeypatch):
+    from emulator.live import interconnect as icmod
+
+    monkeypatch.setattr(icmod, "FLOW_MESSAGES", 3)
+    monkeypatch.setattr(icmod, "FLOW_BYTES", 1000)
+    ic = Capture(tmp_path)
+    _hello(ic, b"a", 0)
+    _hello(ic, b"b", 3)
+    for i in range(3):
+        ic.on_send(b"a", {"id": i, "to": 3, "data": b"x" * 10}, 0.0)
+    assert ic.net.sent == 3 and ic.sent[-1][1]["type"] == "net_welcome"
+    ic.on_send(b"a", {"id": 3, "to": 3, "data": b"x"}, 0.0)  # a fourth: refused, nothing injected
+    err = ic.sent[-1][1]
+    assert err["type"] == "error" and err["code"] == "flow" and err["id"] == 3 and "3 messages" in err["message"]
+    assert ic.net.sent == 3 and len(ic.msgs) == 3
+    ic.on_send(b"b", {"id": 1, "to": 0, "data": b"y" * 1001}, 0.0)  # another rank: its own share, in bytes
+    assert ic.sent[-1][1]["code"] == "flow" and "MiB" in ic.sent[-1][1]["message"]
+    ic.on_send(b"b", {"id": 2, "to": 0, "data": b"y" * 1000}, 0.0)
+    assert ic.net.sent == 4
+    # deliveries give the share back
+    ic.driver.advance(1.0)
+    ic.release(1.0)
+    assert ic.jobs.jobs[7].held == {0: (0, 0), 3: (0, 0)}
+    ic.on_send(b"a", {"id": 4, "to": 3, "data": b"x"}, 1.0)
+    assert ic.net.sent == 5
+    # the job ends with a message in flight: its payload is dropped at once, its worm released later
+    ic.on_event(b"job", {"job": 7, "attempt": 1, "state": "completed", "t": 1.0})
+    assert [rec[5] for rec in ic.msgs.values()] == [b""]
+    ic.driver.advance(2.0)
+    ic.release(2.0)
+    assert not ic.msgs

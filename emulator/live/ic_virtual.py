@@ -127,6 +127,8 @@ class VirtualMode:
         nbytes = m.get("nbytes")
         length = self.net.length if nbytes is None else 1 + math.ceil(nbytes / self.flit_bytes)
         ic = self.ic
+        if not ic._hold(j, rank, ident, m):
+            return
         ic._tag += 1
         ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True),
                             bool(m.get("notice")), nbytes or 0, length)
@@ -165,6 +167,7 @@ class VirtualMode:
         notice when asked for)."""
         ic = self.ic
         j, rank, to, sender, rid, data, measured, notice, nbytes, length = ic.msgs.pop(d.tag)
+        ic.unhold(j, rank, data)
         src = self.rank(j, rank)
         if src is not None:
             src.sent -= 1

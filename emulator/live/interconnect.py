@@ -75,6 +75,12 @@ AHEAD = 0.010
 # model at most once per (L - 1) / 2 flit times of network time, not once per hop.
 LEAD = 0.5
 _MORE, _LAST = int(zmq.SNDMORE | zmq.NOBLOCK), int(zmq.NOBLOCK)
+# Flow control (issue 30): what one rank may have in the network, sent and not yet delivered.
+# Past it a send is refused (``flow``), so no task can grow this process without bound (a
+# task sending 4,000 x 64 KiB took it from 30 to 287 MB). nodes.comm keeps its own tasks well
+# inside it (nodes.comm.WINDOW: a send waits for deliveries), so only a task that ignores its
+# notices meets it.
+FLOW_MESSAGES, FLOW_BYTES = 1024, 16 << 20
 
 
 def net_endpoint(home: Path) -> str:
@@ -105,6 +111,7 @@ class Interconnect:
         self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured)
         self._tag = 0
         self.links = Links(net)
+        self.daemon = None  # its socket once bound (in-memory tests run without one)
 
     # ------------------------------------------------------------------ sockets
 
@@ -231,11 +238,31 @@ class Interconnect:
                                m["id"])
         if self.virtual:
             return self.virtual.send(j, rank, ident, m, dst)
+        if not self._hold(j, rank, ident, m):
+            return
         self._tag += 1
         nbytes = m.get("nbytes")  # a program's message (nodes.mpi): its size; a pattern's: the text's L
         length = None if nbytes is None else 1 + -(-nbytes // self.flit_bytes)
         self.msgs[self._tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True), length)
         self.driver.send(j.nodes[rank], dst, now, self._tag, length)
+
+    def _hold(self, j, rank, ident, m) -> bool:
+        """Count a send against its rank's share of the network (FLOW_*); False: refused."""
+        n, b = j.held.get(rank, (0, 0))
+        size = len(m["data"])
+        if n >= FLOW_MESSAGES or b + size > FLOW_BYTES:
+            self._error(ident, "flow", f"rank {rank} of job {j.id} has {n} messages ({b} bytes) in the network, "
+                                       f"not yet delivered: a rank may hold at most {FLOW_MESSAGES} messages or "
+                                       f"{FLOW_BYTES >> 20} MiB (flow control: wait for deliveries)", m["id"])
+            return False
+        j.held[rank] = (n + 1, b + size)
+        return True
+
+    @staticmethod
+    def unhold(j, rank, data) -> None:
+        """A message of ``rank`` left the network (delivered or dropped)."""
+        n, b = j.held[rank]
+        j.held[rank] = (n - 1, b - len(data))
 
     def on_clock(self, ident, t, m):
         """``net_wait`` / ``net_bye``: a rank's clock in virtual time (emulator.live.ic_virtual)."""
@@ -264,6 +291,7 @@ class Interconnect:
         driver, net, down, running = self.driver, self.net, self.jobs.down, self.jobs.jobs
         for due, d in driver.due(now + AHEAD):
             j, rank, to, sender, rid, data, measured, length = self.msgs.pop(d.tag)
+            self.unhold(j, rank, data)
             if running.get(j.id) is not j:
                 continue  # the job ended (or was requeued) while the message was in flight
             if j.nodes[to] in down:
@@ -301,6 +329,8 @@ class Interconnect:
     def _ended(self, attempts) -> None:
         """Attempts that ended: their last report; the others of a group may wait for them no
         longer."""
+        if attempts:
+            self._drop_payloads(set(attempts))
         for j in attempts:
             self.report(j)
             if self.virtual:
@@ -308,9 +338,17 @@ class Interconnect:
             if j.group is not None:
                 self._answer(self.jobs.group_barrier(j.group))
 
+    def _drop_payloads(self, gone: set) -> None:
+        """The payloads of ended attempts' messages still in the model are nobody's: their memory
+        goes now, not when each worm comes out (their worms stay: the model has no way to take
+        a worm back, and its channels' times are already written)."""
+        for tag, rec in self.msgs.items():
+            if rec[0] in gone and rec[5]:
+                self.msgs[tag] = (*rec[:5], b"", *rec[6:])
+
     def report(self, j, fail: str | None = None) -> None:
         """A job's statistics to the daemon; ``fail``: the reason to fail it (a deadlock)."""
-        if not j.dirty and fail is None:
+        if (not j.dirty and fail is None) or self.daemon is None:
             return
         j.dirty = False
         self._tag += 1

@@ -28,7 +28,7 @@ class JobAttempt:
     """One attempt of a running job as its tasks declared it: rank i on ``nodes[i]``."""
 
     __slots__ = ("id", "attempt", "nodes", "ranks", "inbox", "waiting", "stats", "dirty", "barrier", "gbarrier",
-                 "group")
+                 "group", "held")
 
     def __init__(self, id: int, attempt: int, nodes):
         self.id, self.attempt, self.nodes = id, attempt, tuple(nodes)
@@ -40,6 +40,7 @@ class JobAttempt:
         self.barrier: dict[int, list] = {}  # rank -> request ids of the barriers it entered, not done
         self.gbarrier: dict[int, list] = {}  # the same for its group's barriers
         self.group: str | None = None  # a group of jobs whose group barriers wait for each other
+        self.held: dict[int, tuple[int, int]] = {}  # rank -> (messages, bytes) it has in the network, undelivered
 
     @property
     def size(self) -> int:
