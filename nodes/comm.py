@@ -138,6 +138,8 @@ class Comm:
         # the interconnect sends it a little ahead with its due time, and it is held until then
         self.lateness: list[float] = []
         hello = {"group": group} if group else {}
+        if os.environ.get("MCEMU_TASK_SECRET"):  # this task's rank claim, from its run (issue 30)
+            hello["secret"] = os.environ["MCEMU_TASK_SECRET"]
         if pid is not None:  # virtual time: the interconnect reads this process's CPU time (emulator.live.vtime)
             hello["pid"] = pid
         if group_jobs is not None:

@@ -231,7 +231,7 @@ SCHEMAS: dict[str, dict] = {
     "run": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "node": (NODE, R),
             "nodes": (_list(NODE), R), "runtime_s": (_num(0, 1e9), R), "command": (_opt(_str()), O),
             "burn": (_bool, O), "name": (_str(255), O), "gang": (_bool, O), "suspended": (_bool, O),
-            "user": (_str(64, empty=False), O)},
+            "user": (_str(64, empty=False), O), "secret": (_str(128, empty=False), O)},
     "switch": {"slot": (_int(0, MAX_ID), R), "stop": (_list(JOB), R), "run": (_list(JOB), R)},
     "suspend": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
     "resume": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
@@ -257,7 +257,8 @@ SCHEMAS: dict[str, dict] = {
     # the interconnect (module docstring)
     "net_hello": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "nodes": (_list(NODE), R),
                   "sync": (_bool, O), "group": (_str(64, empty=False), O), "pid": (_int(1, 1 << 31), O),
-                  "group_jobs": (_int(1, 1 << 16), O), "clock": (_bool, O)},
+                  "group_jobs": (_int(1, 1 << 16), O), "clock": (_bool, O),
+                  "secret": (_str(128, empty=False), O)},
     "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O),
                  "nbytes": (_int(0, 1 << 30), O), "vt": (_num(0, 1e12), O), "notice": (_bool, O)},
     "net_wait": {"vt": (_num(0, 1e12), R), "until": (_opt(_num(0, 1e12)), O),
