@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from scheduler import allocators, disciplines, gang, reduction
@@ -35,7 +35,6 @@ from scheduler.topology import parse_topology
 # line": mcemu up); the simulator's is FCFS, the papers' baseline that every other
 # discipline is compared with.
 DEFAULT_TOPOLOGY = "hypercube:4"
-DEFAULT_ALLOCATOR = "buddy"
 DEFAULT_DISCIPLINE = {"live": "lazy", "simulate": "fcfs"}
 # A driver's defaults for a policy's parameters, under what the user gives. The live
 # cluster's lazy checks its starvation threshold at every event and on a timer: the papers
@@ -122,7 +121,7 @@ class StackConfig:
     ``--gang none`` means no gang policy at all, which :meth:`from_options` maps to None."""
 
     topology: object = DEFAULT_TOPOLOGY
-    allocator: str = DEFAULT_ALLOCATOR
+    allocator: str | None = None  # None: the topology's (scheduler.allocators.DEFAULTS)
     scheduler: str | None = None
     reduction: str | None = None
     gang: str | None = None
@@ -190,6 +189,8 @@ class Stack:
 
 def build(config: StackConfig) -> Stack:
     topo = parse_topology(config.topology)
+    if config.allocator is None:
+        config = replace(config, allocator=allocators.default(topo))
     down = DownSet(config.down)
     for n in down:
         topo.check_node(n)
@@ -213,5 +214,5 @@ def build(config: StackConfig) -> Stack:
         raise StackError(f"{what}: {e}") from None
 
 
-__all__ = ["DEFAULT_ALLOCATOR", "DEFAULT_DISCIPLINE", "DEFAULT_PARAMS", "DEFAULT_TOPOLOGY", "Stack", "StackConfig",
+__all__ = ["DEFAULT_DISCIPLINE", "DEFAULT_PARAMS", "DEFAULT_TOPOLOGY", "Stack", "StackConfig",
            "StackError", "build", "parse_params", "parse_value"]

@@ -15,7 +15,8 @@ from emulator.live import config as configmod
 from emulator.live.config import DAEMON, NODE, POLICY, TUNABLE, Setting
 from emulator.live.daemon import _arguments as daemon_arguments
 from nodes.launcher import _arguments as launcher_arguments
-from scheduler.stack import DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE, DEFAULT_TOPOLOGY
+from scheduler import allocators
+from scheduler.stack import DEFAULT_DISCIPLINE, DEFAULT_TOPOLOGY
 
 LAUNCH = ["--connect", "ipc:///nowhere", "--nodes", "4"]
 
@@ -39,15 +40,18 @@ def test_every_up_setting_is_a_flag_of_mcemu_up_and_unset_until_given():
 def test_the_journal_keeps_the_policy_and_tunable_settings():
     cfg = configmod.resolve(None, configmod.given(**_up()))
     assert set(cfg) == set(configmod.POLICY_KEYS) | set(configmod.TUNABLE_KEYS)
-    assert set(configmod.TUNABLE_KEYS) == {"heartbeat", "liveness", "hang", "max_requeue"}
+    assert set(configmod.TUNABLE_KEYS) == {"heartbeat", "liveness", "hang", "max_requeue", "client_max_jobs",
+                                           "client_rate"}
     assert {"listen", "rt_priority", "max_restarts"}.isdisjoint(cfg)  # how this run runs, not the journal's
 
 
 def test_defaults_are_the_policy_stacks():
     by = configmod.SCHEMA.by_name
-    assert (by["topology"].default, by["allocator"].default, by["scheduler"].shown) \
-        == (DEFAULT_TOPOLOGY, DEFAULT_ALLOCATOR, DEFAULT_DISCIPLINE["live"])
-    assert configmod.resolve(None, configmod.given())["scheduler"] == DEFAULT_DISCIPLINE["live"]
+    assert (by["topology"].default, by["scheduler"].shown) == (DEFAULT_TOPOLOGY, DEFAULT_DISCIPLINE["live"])
+    resolved = configmod.resolve(None, configmod.given())
+    assert resolved["scheduler"] == DEFAULT_DISCIPLINE["live"]
+    assert resolved["allocator"] == allocators.default(DEFAULT_TOPOLOGY) == "buddy"
+    assert configmod.resolve(None, configmod.given(topology="mesh:8x8"))["allocator"] == "first-fit"
 
 
 def test_heartbeat_and_liveness_defaults_are_declared_once():

@@ -212,3 +212,11 @@ def test_the_fast_starts_equal_the_dataclass_start():
     assert (s.row, s.node, s.runtime, s.wait) == (None, None, 5.0, 2.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.time = 3.0
+
+
+def test_the_allocator_defaults_to_the_topologys():
+    from scheduler.stack import StackConfig, build
+
+    assert build(StackConfig(topology="mesh:4x4")).config.allocator == "first-fit"
+    assert build(StackConfig(topology="hypercube:3")).config.allocator == "buddy"
+    assert build(StackConfig(topology="mesh:4x4", allocator="naive")).config.allocator == "naive"

@@ -45,6 +45,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, NamedTuple
 
+from emulator.live import admission  # its quota and rate are the settings' defaults
+
 POLICY, TUNABLE, PROCESS = "policy", "tunable", "process"
 DAEMON, LAUNCHER, NODE, INTERCONNECT = "daemon", "launcher", "node", "interconnect"
 COMMANDS = ("up", "demo")  # parsers that ask: a setting not given there is None (the journal's, or the default)
@@ -158,6 +160,12 @@ SETTINGS = (
             type=float, default=30.0, check=_within("--hang", 0.1, 86400)),
     Setting("max_requeue", TUNABLE, (DAEMON,), "node faults a job survives by requeueing (default {default})",
             type=int, default=1, check=_within("--max-requeue", 0, 1000)),
+    Setting("client_max_jobs", TUNABLE, (DAEMON,), "jobs a client key may have queued or running, 0 for no "
+            "limit (default {default}; admins and local users have none)", type=int, default=admission.QUEUE_QUOTA,
+            check=_within("--client-max-jobs", 0, 10**9)),
+    Setting("client_rate", TUNABLE, (DAEMON,), "requests a second a client key may send, in bursts of twice as "
+            "many, 0 for no limit (default {default})", type=float, default=admission.RATE,
+            check=_within("--client-rate", 0, 1e9)),
     Setting("listen", PROCESS, (DAEMON,), "also accept nodes and clients on tcp://ADDR:PORT (or :PORT for "
             "loopback), CURVE-authenticated with the keys of `mcemu keys init`"),
     Setting("insecure", PROCESS, (DAEMON,), "--listen without authentication: anyone who reaches the port is "

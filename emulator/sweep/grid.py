@@ -45,6 +45,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from emulator.experiments._points import BASIC
 from emulator.experiments.stats import rep_seed
+from scheduler import allocators
 from scheduler.stack import StackError, parse_params
 from scheduler.topology import parse_topology
 
@@ -228,7 +229,7 @@ class Sweep:
         return not gangs or "none" in gangs
 
     def _policies(self) -> list[dict]:
-        allocs = self.axes.get("allocator", ["buddy"])
+        allocs = self.axes.get("allocator", [None])  # None: the topology's (scheduler.allocators.DEFAULTS)
         out = []
         if self.discipline_runs():
             for a, s, r in itertools.product(allocs, self.axes.get("scheduler", ["fcfs"]),
@@ -261,6 +262,7 @@ class Sweep:
             kind = parse_topology(topo).kind
             for size in self.axes.get("size", ["uniform" if kind == "hypercube" else "processors"]):
                 p = {"topology": topo, **pol, "dparams": self.policy_params_of(pol)}
+                p["allocator"] = p["allocator"] or allocators.default(topo)
                 if self.trace:
                     p.update(trace=self.trace, time_unit=self.time_unit, limit=self.limit, load=load)
                 else:
