@@ -247,6 +247,18 @@ def _f(x, fmt="{:,.0f}"):
     return "-" if x is None else fmt.format(x)
 
 
+def _cpu_us(r: dict) -> float | None:
+    """CPU microseconds per message, the ranks' and the interconnect's together."""
+    if r.get("ranks_cpu_s") is None or r.get("ic_cpu_s") is None or not r.get("messages"):
+        return None
+    return 1e6 * (r["ranks_cpu_s"] + r["ic_cpu_s"]) / r["messages"]
+
+
+def _ceiling(r: dict) -> float | None:
+    cpu = _cpu_us(r)
+    return None if not cpu else 1e6 * (os.cpu_count() or 1) / cpu
+
+
 def report(results: list[dict], repos: list[Path]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -256,7 +268,7 @@ def report(results: list[dict], repos: list[Path]) -> None:
     t = Table(title="(a), (b), (d): 64 ranks on mesh:8x8", title_justify="left", header_style="bold")
     for col in ["time", "case"] + (["checkout"] if len(repos) > 1 else []) + [
             "messages", "msgs/s (loop)", "wall s / 1000 msgs", "ranks' CPU s", "interconnect CPU s",
-            "msgs/s (job)", "virtual s", "load avg"]:
+            "msgs/s (job)", "CPU us / msg", "ceiling msgs/s", "virtual s", "load avg"]:
         t.add_column(col, justify="left" if col in ("time", "case", "checkout") else "right")
     for r in (x for x in results if "messages" in x and "rate" in x or ("error" in x and "jacobi" not in x["case"])):
         head = [r["time"], r["case"]] + ([Path(r["repo"]).name] if len(repos) > 1 else [])
@@ -265,8 +277,11 @@ def report(results: list[dict], repos: list[Path]) -> None:
             continue
         t.add_row(*head, _f(r["messages"]), _f(r["rate"]), _f(r["s_per_1000"], "{:.3f}"),
                   _f(r["ranks_cpu_s"], "{:.2f}"), _f(r["ic_cpu_s"], "{:.2f}"), _f(r["job_rate"]),
-                  _f(r["vtime_s"], "{:.4g}"), _f(r["load_avg"], "{:.1f}"))
+                  _f(_cpu_us(r)), _f(_ceiling(r)), _f(r["vtime_s"], "{:.4g}"), _f(r["load_avg"], "{:.1f}"))
     con.print(t)
+    con.print(f"CPU us / msg: the ranks' CPU in the loop and the interconnect's over the job, per message; "
+              f"ceiling: {os.cpu_count()} cores / that, the rate this host could give with every core busy "
+              f"and no waiting (the target needs {1e6 * (os.cpu_count() or 1) / TARGET:,.0f} us a message or less)")
     for r in (x for x in results if "jacobi" in x["case"]):
         who = f" [{Path(r['repo']).name}]" if len(repos) > 1 else ""
         if "error" in r:
