@@ -67,6 +67,7 @@ from emulator.live.kernel import Kernel
 from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as before the split
     PR_SET_PDEATHSIG, SCHED_IDLE, may_leave_idle, set_batch, set_pdeathsig, set_rt_priority,
 )
+from nodes.comm import remote_env
 from nodes.contain import TaskBox
 from nodes.spawn import SETPRIV, SLEEP, Spawner  # noqa: F401
 from nodes.tasks import REPORT_DELAY, Task, TaskTable  # noqa: F401
@@ -98,6 +99,9 @@ class Agent:
         # read now: a bad file is an error before anything starts
         path = auth.key_for(endpoint, key)
         self.credential = keysmod.credential(path) if path else None
+        # over tcp its tasks reach the interconnect's tcp port with this credential (every task
+        # and the warm child inherit this process's environment)
+        os.environ.update(remote_env(endpoint, path))
         self.hb, self.liveness, self.max_backoff = heartbeat, liveness, max_backoff
         self.own_hb, self.expiry = heartbeat * OWN_HEARTBEAT, heartbeat * liveness
         self.parent_pid = parent_pid
