@@ -21,6 +21,13 @@ send (a rank outside the job, a destination on a down node) with an error that t
 reading the socket (``recv``, ``wait``) raises as :class:`CommError`, naming the message.
 ``wait(id)`` blocks until that message is delivered and returns its delay in network
 microseconds; ``send(..., wait=True)`` does both.
+
+A task of a node joined from another host (``mcemu node --connect tcp://...``) reaches the
+interconnect's tcp port (emulator.live.nettcp): its agent sets MCEMU_NET to it and
+MCEMU_NET_KEY to the node's credential file (``remote_env``), with which ``Comm`` is a CURVE
+client; a key the interconnect refuses is CommError ``refused``. Its hello has no pid and no
+shared clock (they are its host's), and where its welcome carries the interconnect's clock
+(``now``) the due times are moved onto this host's (``offset``).
 """
 from __future__ import annotations
 
@@ -29,11 +36,18 @@ import os
 import platform
 import struct
 from collections import deque
+from pathlib import Path
 
 import zmq
+from zmq.utils.monitor import parse_monitor_message
 
+from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live.kernel import Kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+# what ends a wait: the connection dropped, or (tcp) the interconnect refused this task's key
+_GONE = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
 
 
 class CommError(RuntimeError):
@@ -50,6 +64,24 @@ def _env(name: str) -> str:
         raise CommError("no-network", f"{name} is not set: run this as a task of a job on a cluster started "
                                       f"with `mcemu up --network wormhole`")
     return v
+
+
+def python_path(existing: str | None) -> str:
+    """A task's PYTHONPATH: mcemu's ``mpi4py`` shim (nodes/mpi/shim: ``from mpi4py import MPI``
+    in a task is ours, whatever else is installed) and this mcemu (a user's program imports
+    nodes.comm from anywhere) first."""
+    return os.pathsep.join(p for p in (str(ROOT / "nodes" / "mpi" / "shim"), str(ROOT), existing) if p)
+
+
+def remote_env(endpoint: str, key: str | None) -> dict:
+    """What a node agent connected to the daemon at ``endpoint`` with the credential file ``key``
+    adds to its tasks' environment: over tcp (a node of another host) the interconnect's tcp port
+    (emulator.live.home.net_for), the credential to reach it with (empty: an ``--insecure``
+    cluster's plain port) and the task's PYTHONPATH; over ipc nothing (``mcemu up`` gave it)."""
+    if not endpoint.startswith("tcp://"):
+        return {}
+    return {"MCEMU_NET": homemod.net_for(endpoint), "MCEMU_NET_KEY": str(Path(key).resolve()) if key else "",
+            "PYTHONPATH": python_path(os.environ.get("PYTHONPATH"))}
 
 
 # sched_setattr(2)'s number where it has one (the C library has no wrapper for it)
@@ -123,9 +155,12 @@ class Comm:
         self.sock.setsockopt(zmq.LINGER, 1000)  # the last sends reach the interconnect before exit
         self.sock.setsockopt(zmq.SNDHWM, 100_000)
         self.sock.setsockopt(zmq.RCVHWM, 100_000)
+        self.remote = self.endpoint.startswith("tcp://")
+        if self.remote:
+            self._curve()
         # the interconnect's death (or restart, which forgets this task's hello) is a dropped
         # connection: seen here, it ends a wait with an error instead of a hang for ever
-        self.mon = self.sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.mon = self.sock.get_monitor_socket(_GONE)
         self.sock.connect(self.endpoint)
         # a message is held to its due time, to the tens of us; slept, not spun (prompt_wakeups)
         self.kernel = Kernel(clock, precise=True, spin=0.0)
@@ -140,11 +175,11 @@ class Comm:
         hello = {"group": group} if group else {}
         if os.environ.get("MCEMU_TASK_SECRET"):  # this task's rank claim, from its run (issue 30)
             hello["secret"] = os.environ["MCEMU_TASK_SECRET"]
-        if pid is not None:  # virtual time: the interconnect reads this process's CPU time (emulator.live.vtime)
-            hello["pid"] = pid
+        if pid is not None and not self.remote:  # virtual time: the interconnect reads this process's CPU
+            hello["pid"] = pid                   # time (emulator.live.vtime), on its own host only
         if group_jobs is not None:
             hello["group_jobs"] = group_jobs
-        if shared_clock:  # it publishes its clock in $MCEMU_HOME/clocks (emulator.live.vclock)
+        if shared_clock and not self.remote:  # it publishes its clock in $MCEMU_HOME/clocks (emulator.live.vclock)
             hello["clock"] = True
         self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
                                 sync=sync, **hello))
@@ -159,6 +194,10 @@ class Comm:
                 raise CommError(m["code"], m["message"])
         self.welcome = m  # time ("dilated" / "virtual"), vt0, flit_bytes, cpu_scale, topology
         self.flow = m.get("time") != "virtual"
+        # the interconnect's clock minus this one's: due times are the interconnect's monotonic
+        # clock, another host's for a remote task. Taken as the welcome is read, so a due time
+        # here is late by the welcome's transit (tens of us), never early; 0 on the same host
+        self.offset = m["now"] - self.now() if self.flow and m.get("now") is not None else 0.0
         self.unacked: dict[int, int] = {}  # id -> bytes of this task's messages in the network (dilated)
         self.unacked_bytes = 0
         self.dilation = m["dilation"]  # wall us per network us
@@ -292,9 +331,34 @@ class Comm:
                 except P.ProtocolError:
                     continue
             else:
-                self.mon.recv_multipart()  # the one event monitored: EVENT_DISCONNECTED
-                raise CommError("net-gone", f"the interconnect at {self.endpoint} went away (it died or was "
-                                            f"restarted): this task's messages can no longer be delivered")
+                self._gone()
+
+    def _gone(self):
+        """The monitor spoke: the connection dropped, or (tcp) the key was refused."""
+        events = [parse_monitor_message(self.mon.recv_multipart())["event"]]
+        while self.mon.poll(0):
+            events.append(parse_monitor_message(self.mon.recv_multipart())["event"])
+        if zmq.EVENT_HANDSHAKE_FAILED_AUTH in events:
+            raise CommError("refused", f"the interconnect at {self.endpoint} refused this task's key "
+                                       f"({os.environ.get('MCEMU_NET_KEY') or 'none'}): only a node's or the "
+                                       f"admin's key may reach it")
+        raise CommError("net-gone", f"the interconnect at {self.endpoint} went away (it died or was "
+                                    f"restarted): this task's messages can no longer be delivered")
+
+    def _curve(self):
+        """A task on another host: a CURVE client with its node's credential (MCEMU_NET_KEY, from
+        its agent: ``remote_env``); none for an ``--insecure`` cluster's plain port."""
+        path = os.environ.get("MCEMU_NET_KEY")
+        if not path:
+            return
+        from emulator.live import auth, keys  # lazy: only a remote task needs them
+
+        try:
+            auth.curve_client(self.sock, path)
+        except keys.KeyFileError as e:  # e.g. a task running as an account that cannot read its node's key
+            self.sock.close(linger=0)
+            self.ctx.term()
+            raise CommError("bad-key", f"cannot reach the interconnect at {self.endpoint}: {e}") from None
 
     def _pump(self, deadline) -> dict | None:
         m = self._read(deadline)
@@ -302,9 +366,9 @@ class Comm:
             return None
         t = m["type"]
         if t == "net_msg":
-            self.inbox.append((m["source"], m["data"], m["due"]))
+            self.inbox.append((m["source"], m["data"], m["due"] - self.offset))
         elif t == "net_delivered":
-            self.delivered[m["id"]] = (m["delay_us"], m["due"])
+            self.delivered[m["id"]] = (m["delay_us"], m["due"] - self.offset)
             self.unacked_bytes -= self.unacked.pop(m["id"], 0)
         elif t == "ok":
             self.barriers.add(m["id"])

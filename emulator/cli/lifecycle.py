@@ -64,20 +64,19 @@ def _spawn(argv, log: Path, env=None) -> subprocess.Popen:
 def _node_env(home: Path, cfg: dict) -> dict:
     """The launcher's environment, which its nodes and their tasks inherit: with a network,
     MCEMU_NET (the interconnect's endpoint, read by nodes.comm), MCEMU_TRACES (where programs
-    write their traces: nodes.mpi.live) and, first on PYTHONPATH, mcemu's ``mpi4py`` (the shim
-    in nodes/mpi/shim: ``from mpi4py import MPI`` in a task is ours, whatever else is installed)
-    and this mcemu (a user's ``--command`` program imports nodes.comm from anywhere); without
-    one, no stale MCEMU_NET of another cluster."""
+    write their traces: nodes.mpi.live) and a task's PYTHONPATH (nodes.comm.python_path: mcemu's
+    ``mpi4py`` shim and this mcemu first); without one, no stale MCEMU_NET of another cluster
+    (nor its key: the local nodes' tasks use the ipc socket)."""
     env = dict(os.environ)
     env.pop("MCEMU_NET", None)
+    env.pop("MCEMU_NET_KEY", None)
     if cfg.get("network"):
         from emulator.live.interconnect import net_endpoint  # lazy: 170 ms (the network model), see start_cluster
+        from nodes.comm import python_path
 
-        root = Path(__file__).resolve().parents[2]
         env["MCEMU_NET"] = net_endpoint(home)
         env["MCEMU_TRACES"] = str(home / "traces")
-        shim = root / "nodes" / "mpi" / "shim"
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), str(root), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = python_path(env.get("PYTHONPATH"))
     return env
 
 

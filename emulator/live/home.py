@@ -80,6 +80,19 @@ def events_for(control: str) -> str:
     return "ipc://" + str(Path(control[6:]).with_name("events.sock"))
 
 
+def net_for(control: str) -> str:
+    """The interconnect's endpoint beside a daemon's control endpoint: over tcp the port after
+    the events' (the control port + 2, CURVE like the daemon's: emulator.live.nettcp), over ipc
+    ``net.sock`` beside ``daemon.sock``. A node joined over tcp derives its tasks' network
+    from the address it was given, as it derives the events' (no file to copy between hosts)."""
+    if control.startswith("tcp://"):
+        host, _, port = control[6:].rpartition(":")
+        if int(port) + 2 > 65535:
+            raise ValueError(f"the interconnect listens on the daemon's port + 2: {control} leaves none")
+        return f"tcp://{host}:{int(port) + 2}"
+    return "ipc://" + str(Path(control[6:]).with_name("net.sock"))
+
+
 def journal_path(home: Path) -> Path:
     return home / "journal.db"
 

@@ -50,6 +50,7 @@ import zmq
 
 from emulator.live import config as configmod
 from emulator.live import home as homemod
+from emulator.live import nettcp
 from emulator.live import protocol as P
 from emulator.live import sockets
 from emulator.live.ic_virtual import DEADLOCK_CHECK, VirtualMode
@@ -112,6 +113,7 @@ class Interconnect:
         self._tag = 0
         self.links = Links(net)
         self.daemon = None  # its socket once bound (in-memory tests run without one)
+        self.remote = self.zap = self.tcp_endpoint = None  # the tcp port for other hosts (emulator.live.nettcp)
 
     # ------------------------------------------------------------------ sockets
 
@@ -125,6 +127,9 @@ class Interconnect:
             pass
         r.bind(ep)
         os.chmod(ep[len("ipc://"):], 0o600)
+        tcp = nettcp.listen(self.ctx, self.home, 100_000)
+        if tcp is not None:
+            self.remote, self.zap, self.tcp_endpoint = tcp
         self.sub = self.ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.LINGER, 0)
         self.sub.setsockopt(zmq.RCVHWM, 1_000_000)
@@ -136,10 +141,13 @@ class Interconnect:
         self.daemon.connect(homemod.control_endpoint(self.home))
         self.endpoint = ep
 
-    def _send(self, ident: bytes, frame: bytes) -> bool:
+    def _send(self, ident, frame: bytes) -> bool:
+        sock = self.router
+        if type(ident) is tuple:  # a task on another host: (nettcp.REMOTE, its routing id)
+            sock, ident = self.remote, ident[1]
         try:
-            self.router.send(ident, _MORE)  # small frames: copying beats pyzmq's zero-copy bookkeeping
-            self.router.send(frame, _LAST)
+            sock.send(ident, _MORE)  # small frames: copying beats pyzmq's zero-copy bookkeeping
+            sock.send(frame, _LAST)
             return True
         except zmq.ZMQError:
             return False  # the task is gone (or not reading): its job's end tells us
@@ -176,6 +184,9 @@ class Interconnect:
             self._send(ident, P.encode_unchecked("ok", id=m["id"], data=doc))
 
     def on_hello(self, ident, m):
+        if type(ident) is tuple:  # its pid and clock are another host's (emulator.live.nettcp)
+            m.pop("pid", None)
+            m.pop("clock", None)
         j, replaced, code, why = self.jobs.hello(ident, m)
         if code:
             return self._error(ident, code, why)
@@ -189,18 +200,23 @@ class Interconnect:
         rank = m["rank"]
         if self.virtual:
             return self.virtual.hello(j, ident, m)
-        welcome = P.encode_unchecked("net_welcome", job=j.id, rank=rank, size=j.size, dilation=self.dilation,
-                                     flit_time_us=self.net.flit_time, length_flits=self.net.length)
+        welcome = dict(job=j.id, rank=rank, size=j.size, dilation=self.dilation, flit_time_us=self.net.flit_time,
+                       length_flits=self.net.length)
         if m.get("sync"):  # a start barrier: every rank welcomed together
             j.waiting.append((ident, welcome))
             if len(j.ranks) == j.size:
                 for who, w in j.waiting:
-                    self._send(who, w)
+                    self._welcome(who, w)
                 j.waiting.clear()
         else:
-            self._send(ident, welcome)
+            self._welcome(ident, welcome)
         for frame in j.inbox.pop(rank, ()):
             self._send(ident, frame)
+
+    def _welcome(self, ident, fields: dict) -> None:
+        if nettcp.WELCOME_NOW and type(ident) is tuple:  # the clock its due times are on, as it goes out
+            fields = {**fields, "now": self.kernel.now()}
+        self._send(ident, P.encode_unchecked("net_welcome", **fields))
 
     def on_barrier(self, ident, m):
         had = self.jobs.by_ident.get(ident)
@@ -368,6 +384,10 @@ class Interconnect:
     def serve(self) -> None:
         k = self.kernel
         k.add_reader(self.router, self._drain_tasks)
+        if self.remote is not None:
+            k.add_reader(self.remote, self._drain_remote)
+        if self.zap is not None:
+            k.add_reader(self.zap.sock, self.zap.handle)
         k.add_reader(self.sub, self._drain_events)
         k.add_reader(self.daemon, self._drain_daemon)
         k.add_deadline(self.next_wake)
@@ -395,23 +415,31 @@ class Interconnect:
         while self.daemon.poll(0):
             self.daemon.recv()  # ok / error of a comm report: nothing to do
 
-    def _drain_tasks(self):
-        r = self.router
+    def _drain_tasks(self, remote: bool = False):
+        r = self.remote if remote else self.router
         now = self.kernel.now()
         for _ in range(4096):
             try:
                 frames = r.recv_multipart(flags=zmq.NOBLOCK)
             except zmq.Again:
                 break
+            if remote and frames:
+                frames[0] = (nettcp.REMOTE, frames[0])
             try:
                 self.handle(frames, now)
             except Exception:  # a bug on one message must not take the network down
                 log.exception("failed on a message")
 
+    def _drain_remote(self):
+        self._drain_tasks(remote=True)
+
     def close(self):
         self.report_all()
-        for s in (self.router, self.sub, self.daemon):
-            s.close(linger=0 if s is not self.daemon else 200)
+        for s in (self.router, self.sub, self.daemon, self.remote):
+            if s is not None:
+                s.close(linger=0 if s is not self.daemon else 200)
+        if self.zap is not None:
+            self.zap.close()
         self.ctx.term()
 
 
@@ -430,14 +458,18 @@ def main(argv=None) -> int:
         print("mcemu interconnect: error: this cluster's journal has no --network wormhole", file=sys.stderr)
         return 2
     ic = Interconnect(home, cfg)
-    ic.bind()
+    try:
+        ic.bind()
+    except OSError as e:  # one line for `mcemu up` (and the keeper's log); a bad port is not a traceback
+        print(f"mcemu interconnect: error: {e}", file=sys.stderr)
+        return 2
     homemod.write_pidfile(home / "interconnect.pid")
     # its objects (messages, deliveries, frames) hold no cycles: a collection would only be a
     # pause of milliseconds in the middle of a release
     gc.freeze()
     gc.disable()
-    log.info("serving %s on %s (dilation %g, L = %d flits, T_t = %g us)", cfg["topology"], ic.endpoint,
-             ic.dilation, ic.net.length, ic.net.flit_time)
+    log.info("serving %s on %s%s (dilation %g, L = %d flits, T_t = %g us)", cfg["topology"], ic.endpoint,
+             f" and {ic.tcp_endpoint}" if ic.tcp_endpoint else "", ic.dilation, ic.net.length, ic.net.flit_time)
     try:
         ic.serve()
     finally:
