@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from emulator.experiments import verdict
+
 
 class ReproduceError(ValueError):
     """A bad experiment definition or request (unknown name, malformed grid)."""
@@ -85,6 +87,10 @@ class PointResult:
     def ci(self, metric: str) -> float:
         return self.stats.get(metric, (math.nan, math.nan))[1]
 
+    def est(self, metric: str) -> verdict.Est:
+        mu, hw = self.stats.get(metric, (math.nan, math.nan))
+        return verdict.Est(mu, hw)
+
 
 class Results:
     """The finished points of one experiment, with lookups for checks and plots."""
@@ -106,6 +112,10 @@ class Results:
     def mean(self, metric: str, **where) -> float:
         return self.get(**where).mean(metric)
 
+    def est(self, metric: str, **where) -> verdict.Est:
+        """The mean of ``metric`` at the one point matching ``where``, with its 95% half-width."""
+        return self.get(**where).est(metric)
+
     def values(self, key: str, **where) -> list:
         """Sorted distinct values of parameter ``key`` among the matching points."""
         return sorted({_hashable(p.params.get(key)) for p in self.select(**where)}, key=_sort_key)
@@ -126,25 +136,46 @@ def _sort_key(v):
 
 
 class Check:
-    """The sub-claims of a paper's statement, each tested on our numbers. The verdict is
-    computed: agree (all hold), disagree (none), partly agree (some)."""
+    """The sub-claims of a paper's statement, each tested on our numbers under the one verdict
+    policy of :mod:`.verdict`: ``c(outcome, text, tol=..., why=...)`` records a sub-claim whose
+    outcome is one of verdict.HOLDS / FAILS / INCONCLUSIVE (or a bool for an exact claim on a
+    deterministic result); ``sensitivity`` records the other reading of an ambiguous text (not
+    scored); ``note`` a row that cannot be judged (not informative, not reproducible in
+    saturation) with its evidence. A tolerance must come with its reason."""
 
     def __init__(self):
-        self.items: list[tuple[bool, str]] = []
+        self.subs: list[verdict.Sub] = []
 
-    def __call__(self, ok, text: str) -> bool:
-        ok = bool(ok)
-        self.items.append((ok, text))
-        return ok
+    def __call__(self, outcome, text: str, *, tol: str = "", why: str = "") -> bool:
+        return self._add(outcome, text, tol, why, "claim")
+
+    def sensitivity(self, outcome, text: str, *, tol: str = "", why: str = "") -> bool:
+        return self._add(outcome, text, tol, why, "sensitivity")
+
+    def note(self, outcome: str, text: str) -> bool:
+        if outcome not in (verdict.NOT_INFORMATIVE, verdict.SATURATED):
+            raise ReproduceError(f"a note is {verdict.NOT_INFORMATIVE!r} or {verdict.SATURATED!r}, not {outcome!r}")
+        return self._add(outcome, text, "", "", "note")
+
+    def _add(self, outcome, text, tol, why, role) -> bool:
+        if tol and not why:
+            raise ReproduceError(f"a tolerance without its reason: {text}")
+        sub = verdict.Sub(verdict.as_outcome(outcome), text, tol, why, role)
+        self.subs.append(sub)
+        return sub.ok
+
+    @property
+    def items(self) -> list[tuple[bool, str]]:
+        """(holds, text) of the scored sub-claims (the old form, for callers that want it)."""
+        return [(s.ok, s.text) for s in self.subs if s.role == "claim"]
+
+    @property
+    def counts(self) -> dict:
+        return verdict.counts(self.subs)
 
     @property
     def verdict(self) -> str:
-        if not self.items:
-            return "inconclusive"
-        held = sum(ok for ok, _ in self.items)
-        if held == len(self.items):
-            return "agree"
-        return "disagree" if held == 0 else "partly agree"
+        return verdict.roll_up(self.subs)
 
 
 def fmt(v: float, digits: int = 4) -> str:

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from emulator import experiments
+from emulator.experiments import verdict
 from emulator.experiments.experiment import Check, Experiment, Panel, Results, _hashable, _sort_key, fmt
 
 CSV_TAIL = ["metric", "mean", "ci95", "replications", "capped"]
@@ -26,7 +27,9 @@ def write_csv(path: Path, exp: Experiment, res: Results) -> None:
         for p in res.points:
             row = [json.dumps(p.params[c], sort_keys=True) if isinstance(p.params.get(c), (dict, list))
                    else p.params.get(c, "") for c in cols]
-            for m in exp.metrics:
+            # every metric the point has (not only the plotted ones): a check may read any, and
+            # a reader recomputes the verdict from this file alone
+            for m in list(exp.metrics) + [m for m in p.stats if m not in exp.metrics]:
                 mu, hw = p.stats.get(m, (math.nan, math.nan))
                 w.writerow(row + [m, repr(mu), repr(hw), p.reps, int(p.capped)])
 
@@ -87,11 +90,8 @@ def write_report(path: Path, exp: Experiment, res: Results, check: Check, quick:
         lines += [panel_table(res, panel, exp.deterministic), ""]
     if exp.table:
         lines += [exp.table(res), ""]
-    lines += ["## Check", ""]
-    for ok, text in check.items:
-        lines.append(f"- [{'x' if ok else ' '}] {'holds' if ok else 'does not hold'}: {text}")
-    held = sum(ok for ok, _ in check.items)
-    lines += ["", f"**Verdict: {check.verdict}** ({held} of {len(check.items)} sub-claims hold on our numbers).", ""]
+    lines += ["## Check", "", POLICY, ""] + check_lines(check)
+    lines += ["", f"**Verdict: {check.verdict}** ({verdict.count_text(check.subs)}).", ""]
     if exp.notes:
         lines += ["## Why we think so", "", exp.notes.strip(), ""]
     lines += ["## Replications", "",
@@ -111,6 +111,25 @@ def write_report(path: Path, exp: Experiment, res: Results, check: Check, quick:
     path.write_text("\n".join(lines) + "\n")
 
 
+POLICY = ("Judged under the one verdict policy (`emulator/experiments/verdict.py`): a sub-claim holds "
+          "or fails only when it does so beyond the 95% confidence intervals, a difference inside them "
+          "is inconclusive; sensitivity rows (the other reading of an ambiguous text) and rows marked "
+          "not informative or not reproducible in saturation are shown but not scored.")
+_BOX = {verdict.HOLDS: "x", verdict.FAILS: " ", verdict.INCONCLUSIVE: "~"}
+
+
+def check_lines(check: Check) -> list[str]:
+    out = []
+    for s in check.subs:
+        head = {"claim": "", "sensitivity": "sensitivity row (not scored), "}.get(s.role, "")
+        box = "-" if s.role == "note" else ("s" if s.role == "sensitivity" else _BOX[s.outcome])
+        line = f"- [{box}] {head}{verdict.mark(s.outcome)}: {s.text}"
+        if s.tol:
+            line += f" *Tolerance: {s.tol} ({s.why}).*"
+        out.append(line)
+    return out
+
+
 def _short(params: dict) -> str:
     keep = ("topology", "allocator", "scheduler", "reduction", "size", "service", "load", "iatm", "jobs",
             "dparams", "study")
@@ -118,27 +137,47 @@ def _short(params: dict) -> str:
                      for k in keep if k in params and params[k] not in (None, {}, ""))
 
 
+def _index_row(out_dir: Path, exp) -> tuple[str, str, dict | None]:
+    """(verdict line, quick mark, counts) of one experiment's committed outputs."""
+    report = out_dir / exp.name / "REPORT.md"
+    text = report.read_text()
+    line = next((ln for ln in text.splitlines() if ln.startswith("**Verdict:")), "no verdict")
+    quick = " (quick form)" if "**Quick form**" in text else ""
+    try:
+        summary = json.loads((out_dir / exp.name / "results.json").read_text())
+        return line, quick, {"verdict": summary["verdict"], **summary["counts"]}
+    except (OSError, ValueError, KeyError):
+        return line, quick, None
+
+
 def write_index(out_dir: Path) -> Path:
-    """``DIR/README.md``: every experiment of the registry with its figure and the verdict
-    line of its REPORT.md, so a reader sees the results without running anything."""
+    """``DIR/README.md``: every experiment of the registry with its figure, its verdict and the
+    counts of its sub-claims (held, failed, inconclusive), so a reader sees the results without
+    running anything."""
     out_dir = Path(out_dir)
-    rows, sections = [], []
+    rows, sections, tally = [], [], {v: 0 for v in verdict.VERDICTS}
     for exp in experiments.all_experiments():
-        report = out_dir / exp.name / "REPORT.md"
-        if not report.exists():
-            rows.append(f"| {exp.name} | {exp.paper}, {exp.figure} | not run yet |")
+        if not (out_dir / exp.name / "REPORT.md").exists():
+            rows.append(f"| {exp.name} | {exp.paper}, {exp.figure} | not run yet | | | |")
             continue
-        text = report.read_text()
-        verdict = next((ln for ln in text.splitlines() if ln.startswith("**Verdict:")), "no verdict")
-        quick = " (quick form)" if "**Quick form**" in text else ""
-        rows.append(f"| [{exp.name}]({exp.name}/REPORT.md) | {exp.paper}, {exp.figure} | {verdict}{quick} |")
-        sections += [f"## {exp.name}: {exp.title}", "", f"*{exp.paper}, {exp.figure}.* {verdict}{quick} "
+        line, quick, c = _index_row(out_dir, exp)
+        if c is None:
+            cells = f"{line}{quick} | | | "
+        else:
+            tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
+            cells = f"**{c['verdict']}**{quick} | {c['holds']} | {c['fails']} | {c['inconclusive']}"
+        rows.append(f"| [{exp.name}]({exp.name}/REPORT.md) | {exp.paper}, {exp.figure} | {cells} |")
+        sections += [f"## {exp.name}: {exp.title}", "", f"*{exp.paper}, {exp.figure}.* {line}{quick} "
                      f"[report]({exp.name}/REPORT.md), [data]({exp.name}/results.csv)", "",
                      f"![{exp.name}]({exp.name}/figure.png)", ""]
     lines = ["# Reproduced results", "",
              "Each experiment re-runs one figure or table of the papers with `mcemu reproduce NAME`; "
-             "its REPORT.md states the paper's claim, our numbers and a verdict computed from them.",
-             "", "| experiment | paper, figure | verdict |", "|---|---|---|", *rows, "", *sections]
+             "its REPORT.md states the paper's claim, our numbers and a verdict computed from them under "
+             "one policy (`emulator/experiments/verdict.py`): a sub-claim holds or fails only beyond the 95% "
+             "confidence intervals, a difference inside them is inconclusive.", "",
+             "Verdicts: " + ", ".join(f"{n} {v}" for v, n in tally.items()) + ".", "",
+             "| experiment | paper, figure | verdict | hold | fail | inconclusive |", "|---|---|---|---|---|---|",
+             *rows, "", *sections]
     path = out_dir / "README.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -148,7 +187,9 @@ def _summary(exp, res, check, quick, computed, secs) -> dict:
     return {
         "experiment": exp.name, "paper": exp.paper, "figure": exp.figure, "title": exp.title,
         "quick": quick, "verdict": check.verdict,
-        "checks": [{"holds": ok, "claim": t} for ok, t in check.items],
+        "counts": check.counts,
+        "checks": [{"holds": s.ok, "claim": s.text, "outcome": s.outcome, "role": s.role,
+                    **({"tolerance": s.tol, "why": s.why} if s.tol else {})} for s in check.subs],
         "replications_computed": computed, "wall_seconds": round(secs, 3),
         "points": [{"params": p.params, "replications": p.reps, "capped": p.capped,
                     "metrics": {m: {"mean": p.stats[m][0], "ci95": p.stats[m][1]}

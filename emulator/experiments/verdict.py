@@ -1,0 +1,258 @@
+"""The verdict policy of every experiment, written once.
+
+A paper's claim is split into sub-claims. Each one names the quantity it reads, the points
+where the text makes it (the whole stated range: a claim the text makes "as the load
+increases" is read at every load it shows, not at the easy end), the comparison and, where
+it allows any slack, the tolerance and the reason for it. Its outcome on our numbers is one of
+
+* ``holds``: the comparison is true even at the unfavourable ends of the 95% intervals;
+* ``fails``: it is false even at the favourable ends;
+* ``inconclusive``: the difference lies inside the intervals (a tie). Ties are scored this way
+  everywhere: never as a win, never as a loss.
+
+Rows that do not count: a ``sensitivity`` row (the other reading of an ambiguous text, shown
+so a reader sees what it would say, never chosen for the verdict), ``not informative`` (the
+compared series are identical by construction, so the data cannot speak) and ``not
+reproducible in saturation`` (every point the claim is about is past saturation, where the
+numbers grow with the run length: the row gives that evidence instead of a verdict).
+
+The scored outcomes roll up: agree (every one holds), disagree (none holds and one fails at
+least), inconclusive (none decided), partly agree (the rest), with the counts of each.
+
+Intervals come from :mod:`.stats` (means with 95% half-widths). A difference of two estimates
+gets the half-widths added in quadrature: the replications of one experiment share seeds
+(common random numbers), whose positive correlation makes the true interval narrower, so the
+policy errs toward calling a tie. A deterministic experiment's half-width is 0: its outcomes
+are crisp.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+HOLDS, FAILS, INCONCLUSIVE = "holds", "fails", "inconclusive"
+NOT_INFORMATIVE, SATURATED = "not informative", "not reproducible in saturation"
+SCORED = (HOLDS, FAILS, INCONCLUSIVE)
+VERDICTS = ("agree", "partly agree", "disagree", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Est:
+    """A mean with its 95% half-width (0: exact, inf: unknown)."""
+
+    mean: float
+    hw: float = 0.0
+
+    def __post_init__(self):
+        hw = self.hw
+        if hw is None or (isinstance(hw, float) and math.isnan(hw)):
+            object.__setattr__(self, "hw", math.inf if not math.isfinite(self.mean) else 0.0)
+
+    @property
+    def lo(self) -> float:
+        return self.mean - self.hw
+
+    @property
+    def hi(self) -> float:
+        return self.mean + self.hw
+
+    def __add__(self, o):
+        o = _est(o)
+        return Est(self.mean + o.mean, math.hypot(self.hw, o.hw))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        o = _est(o)
+        return Est(self.mean - o.mean, math.hypot(self.hw, o.hw))
+
+    def __rsub__(self, o):
+        return _est(o) - self
+
+    def __neg__(self):
+        return Est(-self.mean, self.hw)
+
+    def __mul__(self, k: float):
+        if isinstance(k, Est):
+            raise TypeError("Est x Est: use ratio or a scalar")
+        return Est(self.mean * k, self.hw * abs(k))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        """By a scalar, or by an estimate (a ratio: relative half-widths in quadrature)."""
+        if not isinstance(o, Est):
+            return Est(self.mean / o, self.hw / abs(o))
+        if o.mean == 0:
+            return Est(math.nan, math.inf)
+        r = self.mean / o.mean
+        if self.mean == 0:
+            return Est(0.0, self.hw / abs(o.mean))
+        rel = math.hypot(self.hw / abs(self.mean), o.hw / abs(o.mean))
+        return Est(r, abs(r) * rel)
+
+    def __str__(self) -> str:
+        from emulator.experiments.experiment import fmt
+        return fmt(self.mean) if self.hw == 0 else f"{fmt(self.mean)} ± {fmt(self.hw, 2)}"
+
+
+def _est(v) -> Est:
+    return v if isinstance(v, Est) else Est(float(v), 0.0)
+
+
+def _finite(d: Est) -> bool:
+    return math.isfinite(d.mean) and not math.isnan(d.hw)
+
+
+def above(d, tol: float = 0.0) -> str:
+    """The claim d > tol."""
+    d = _est(d)
+    if not _finite(d):
+        return INCONCLUSIVE
+    if d.lo > tol:
+        return HOLDS
+    if d.hi < tol:
+        return FAILS
+    return INCONCLUSIVE
+
+
+def below(d, tol: float = 0.0) -> str:
+    """The claim d < tol."""
+    return above(-_est(d), -tol)
+
+
+def greater(a, b, tol: float = 0.0) -> str:
+    """a > b + tol (tol: the least gap the claim's word asks for)."""
+    return above(_est(a) - _est(b), tol)
+
+
+def less(a, b, tol: float = 0.0) -> str:
+    """a < b - tol."""
+    return above(_est(b) - _est(a), tol)
+
+
+def not_more(a, b, tol: float = 0.0) -> str:
+    """a <= b + tol ("no worse", "at most")."""
+    return below(_est(a) - _est(b), tol) if tol else _nonstrict(_est(b) - _est(a))
+
+
+def _nonstrict(d: Est) -> str:
+    # d >= 0: an exact tie (hw 0) holds; otherwise as above(d, 0)
+    if _finite(d) and d.hw == 0 and d.mean == 0:
+        return HOLDS
+    return above(d, 0.0)
+
+
+def within(d, tol: float) -> str:
+    """|d| <= tol: holds when the whole interval is inside the band, fails when it is
+    wholly outside."""
+    d = _est(d)
+    if not _finite(d):
+        return INCONCLUSIVE
+    if abs(d.mean) + d.hw <= tol:
+        return HOLDS
+    if abs(d.mean) - d.hw > tol:
+        return FAILS
+    return INCONCLUSIVE
+
+
+def close(a, b, rel: float) -> str:
+    """a within a fraction ``rel`` of b (|a - b| <= rel |b|, b's own mean as the scale)."""
+    a, b = _est(a), _est(b)
+    return within(a - b, rel * abs(b.mean))
+
+
+def ratio_within(a, b, lo: float, hi: float) -> str:
+    """lo <= a / b <= hi."""
+    r = _est(a) / _est(b)
+    return every([not_more(lo, r), not_more(r, hi)])
+
+
+def every(outcomes) -> str:
+    """A claim made at every one of several points: fails if it fails at one, holds if it holds
+    at all, else inconclusive."""
+    outs = list(outcomes)
+    if not outs:
+        return INCONCLUSIVE
+    if FAILS in outs:
+        return FAILS
+    return HOLDS if all(o == HOLDS for o in outs) else INCONCLUSIVE
+
+
+def some(outcomes) -> str:
+    """A claim that one of several alternatives holds."""
+    outs = list(outcomes)
+    if HOLDS in outs:
+        return HOLDS
+    return FAILS if outs and all(o == FAILS for o in outs) else INCONCLUSIVE
+
+
+def rises(ests, tol: float = 0.0) -> str:
+    """Each estimate above the one before (a curve that grows along its x)."""
+    ests = [_est(e) for e in ests]
+    return every(greater(b, a, tol) for a, b in zip(ests, ests[1:]))
+
+
+def mark(outcome: str) -> str:
+    """A short label for a report line."""
+    return {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "inconclusive (inside the CIs)",
+            NOT_INFORMATIVE: "not informative", SATURATED: "not reproducible in saturation"}.get(outcome, outcome)
+
+
+@dataclass
+class Sub:
+    """One sub-claim and its outcome. ``role``: claim (scored), sensitivity (the other reading,
+    not scored) or note (not informative / saturated: not scored)."""
+
+    outcome: str
+    text: str
+    tol: str = ""
+    why: str = ""
+    role: str = "claim"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        return self.role == "claim" and self.outcome in SCORED
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == HOLDS
+
+
+def as_outcome(v) -> str:
+    if isinstance(v, bool) or v is None or isinstance(v, (int,)):
+        return HOLDS if v else FAILS
+    if v in SCORED or v in (NOT_INFORMATIVE, SATURATED):
+        return v
+    raise ValueError(f"not an outcome: {v!r}")
+
+
+def counts(subs) -> dict:
+    c = {o: 0 for o in SCORED}
+    for s in subs:
+        if s.scored:
+            c[s.outcome] += 1
+    return c
+
+
+def roll_up(subs) -> str:
+    c = counts(subs)
+    n = sum(c.values())
+    if n == 0 or c[INCONCLUSIVE] == n:
+        return "inconclusive"
+    if c[HOLDS] == n:
+        return "agree"
+    if c[HOLDS] == 0:
+        return "disagree"
+    return "partly agree"
+
+
+def count_text(subs) -> str:
+    c = counts(subs)
+    n = sum(c.values())
+    rest = [f"{sum(1 for s in subs if s.role == 'sensitivity')} sensitivity row(s)",
+            f"{sum(1 for s in subs if s.role == 'note')} not scored"]
+    rest = [r for r in rest if not r.startswith("0 ")]
+    return (f"{c[HOLDS]} hold, {c[FAILS]} fail, {c[INCONCLUSIVE]} inconclusive of {n} sub-claims"
+            + (f"; {', '.join(rest)}" if rest else ""))
