@@ -116,6 +116,9 @@ class Spawner:
         env.update(MCEMU_JOB_ID=str(m["job"]), MCEMU_NODE=str(self.a.node), MCEMU_RANK=str(m["rank"]),
                    MCEMU_NODES=",".join(map(str, m["nodes"])), MCEMU_ATTEMPT=str(m["attempt"]),
                    MCEMU_JOB_NAME=m.get("name", ""))
+        env.pop("MCEMU_TASK_SECRET", None)  # never one inherited from the agent's own environment
+        if m.get("secret"):  # the task's claim to its rank (emulator.live.secret)
+            env["MCEMU_TASK_SECRET"] = m["secret"]
         return env
 
     def _spawn_as(self, m, out, user, cg) -> int:

@@ -110,6 +110,8 @@ class WarmChild:
         lines = ["export MCEMU_JOB_ID=%d MCEMU_NODE=%d MCEMU_RANK=%d MCEMU_ATTEMPT=%d MCEMU_NODES=%s MCEMU_JOB_NAME=%s"
                  % (m["job"], self.a.node, m["rank"], m["attempt"], ",".join(map(str, m["nodes"])),
                     q(m.get("name", "")))]
+        # the task's claim to its rank (emulator.live.secret); the warm shell has none of its own
+        lines += [f"export MCEMU_TASK_SECRET={q(m['secret'])}" if m.get("secret") else "unset MCEMU_TASK_SECRET"]
         # the output file is created 0600 as a cold spawn creates it; the command gets the
         # agent's umask back
         lines += ["umask 077", f"exec >{q(out or os.devnull)}", f"umask {self.a.umask:04o}",

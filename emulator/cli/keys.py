@@ -2,9 +2,10 @@
 
     mcemu keys init                     # the server pair, an admin credential (your user name), "nodes"
     mcemu keys issue alice              # a client credential: hand keys/issued/alice.toml to alice
-    mcemu keys issue rack2 --role node  # a node credential for `mcemu node --key`
+    mcemu keys issue rack2 --role node --nodes 4-7  # a node credential for `mcemu node --key`,
+                                        # bound to nodes 4-7 (without --nodes: any node)
     mcemu keys list                     # who is let in
-    mcemu keys revoke alice             # refused from her next connection on
+    mcemu keys revoke alice             # refused from now on, her open connections too
 
 Everything lives in MCEMU_HOME/keys (0700; files 0600). A running daemon re-reads the
 principals when they change: no restart is needed to issue or revoke.
@@ -33,18 +34,21 @@ def cmd_keys(args) -> int:
         elif args.action == "issue":
             if not args.name:
                 raise UsageError("mcemu keys issue NAME [--role client|node|admin]")
-            path = keysmod.issue(home, args.name, args.role)
+            if args.nodes is not None and args.role != "node":
+                raise UsageError("--nodes binds a node credential: use it with --role node")
+            path = keysmod.issue(home, args.name, args.role, nodes=args.nodes)
             if args.json:
-                print_json({"name": args.name, "role": args.role, "credential": str(path)})
+                print_json({"name": args.name, "role": args.role, "nodes": args.nodes, "credential": str(path)})
             else:
-                print(f"issued {args.role} key {args.name!r}: {path}; hand it over privately (it holds a secret), "
-                      f"to be used as --key FILE or MCEMU_KEY=FILE")
+                bound = f" for nodes {args.nodes}" if args.nodes else ""
+                print(f"issued {args.role} key {args.name!r}{bound}: {path}; hand it over privately (it holds a "
+                      f"secret), to be used as --key FILE or MCEMU_KEY=FILE")
         elif args.action == "revoke":
             if not args.name:
                 raise UsageError("mcemu keys revoke NAME")
             keysmod.revoke(home, args.name)
             if not args.json:
-                print(f"revoked {args.name!r}: its next connection is refused")
+                print(f"revoked {args.name!r}: refused from now on, its open connections too")
             else:
                 print_json({"revoked": args.name})
         else:
@@ -55,7 +59,7 @@ def cmd_keys(args) -> int:
                 print(f"no cluster keys in {keysmod.keys_dir(home)}: `mcemu keys init` makes them")
             else:
                 for r in rows:
-                    print(f"{r['name']:24} {r['role']:8} {r['public']}")
+                    print(f"{r['name']:24} {r['role']:8} {r['nodes'] or '':16} {r['public']}")
     except keysmod.KeyFileError as e:
         raise UsageError(str(e)) from None
     return 0
@@ -70,6 +74,7 @@ def add_commands(sub) -> None:
     p.add_argument("action", nargs="?", default="list", choices=("init", "issue", "list", "revoke"))
     p.add_argument("name", nargs="?", help="the principal (issue, revoke): its local account name for commands")
     p.add_argument("--role", default="client", choices=("client", "node", "admin"), help="issue: the key's role")
+    p.add_argument("--nodes", help="issue --role node: the node ids it may register, e.g. 4-7,9 (default: any)")
     p.add_argument("--admin", help="init: the admin credential's name (default: your user name)")
     p.add_argument("--force", action="store_true", help="init: new server keys; every credential is revoked (restart a running cluster: it keeps "
                         "the server key it started with)")

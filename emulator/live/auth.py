@@ -2,7 +2,9 @@
 
 Over tcp every connection is CURVE (emulator.live.keys): the daemon's ZAP handler (RFC 27,
 served in the daemon's own poll loop) accepts a client key found in ``keys/principals`` and
-names the connection ``ROLE:NAME``; libzmq stamps that on every message as its ``User-Id``.
+names the connection ``ROLE:NAME``; libzmq stamps that on every message as its ``User-Id``,
+with the key (``X-Key``) and a node credential's binding (``X-Nodes``) as the connection's
+metadata (the ZAP reply's properties).
 Over ipc the socket file is the cluster owner's alone, so its peers are the owner: ``LOCAL``.
 With ``--insecure`` a tcp peer is LOCAL too (anyone who reaches the port owns the cluster,
 which is what the flag says).
@@ -11,8 +13,14 @@ Rules (``forbidden`` returns the reason or None):
 
 * node messages (register, heartbeat, task reports) need role ``node`` or LOCAL; a client key
   cannot pose as a node. A node reports only on tasks the daemon placed on it
-  (emulator.live.node_handlers checks the rank's node), and a node id held by a live connection of
-  another principal cannot be taken over.
+  (emulator.live.node_handlers checks the rank's node), a node key bound to ids registers only
+  those, and a node id held by a live connection of another principal cannot be taken over.
+* a revoked key ends the connections opened with it (issue 30): ZAP asks only at a
+  connection's handshake, so the daemon re-reads ``principals/`` every ``KEYS_EVERY`` seconds
+  (``Zap.watch``) and, when it changed, marks ``revoked`` every peer whose key is no longer let
+  in as it was; a revoked peer's every message is answered ``revoked`` and dropped, and a node
+  so revoked is told to shut down and is down (its jobs requeued). A connection first heard
+  after a revocation is checked as it is first heard (``Zap.vet``).
 * client requests need ``client``, ``admin`` or LOCAL; a node key cannot submit.
 * ``comm`` (a job's message statistics, from emulator.live.interconnect) needs LOCAL.
 * ``cancel`` of another principal's job and ``shutdown`` need ``admin`` or LOCAL; ``queue``
@@ -44,9 +52,14 @@ ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN = b"mcemu"
 
 
+KEYS_EVERY = 0.2  # seconds between the daemon's looks at principals/ for revocations
+
+
 class Principal(NamedTuple):
     name: str
-    role: str  # local, admin, client or node
+    role: str  # local, admin, client, node, or revoked (its key no longer let in)
+    nodes: str | None = None  # a node key's binding (emulator.live.keys.node_ranges), None: any node
+    key: str | None = None  # the public key it connected with (None: LOCAL)
 
     @property
     def admin(self) -> bool:
@@ -75,7 +88,35 @@ def from_user_id(uid: str | None) -> Principal:
     return Principal(name, role)
 
 
+def from_frame(frame) -> Principal:
+    """Who sent ``frame`` (a zmq.Frame): the ZAP handler's User-Id and metadata; LOCAL over ipc."""
+    try:
+        p = from_user_id(frame.get("User-Id"))
+    except zmq.ZMQError:  # ipc: no security mechanism, the owner's socket
+        return LOCAL
+    return p if p is LOCAL else p._replace(nodes=_prop(frame, "X-Nodes"), key=_prop(frame, "X-Key"))
+
+
+def _prop(frame, name: str) -> str | None:
+    try:
+        return frame.get(name) or None
+    except zmq.ZMQError:  # not set for this connection
+        return None
+
+
+def _metadata(**props) -> bytes:
+    """ZAP reply metadata (ZMTP properties: name length, name, value length, value)."""
+    out = b""
+    for k, v in props.items():
+        if v is not None:
+            name, value = k.replace("_", "-").encode(), v.encode()
+            out += bytes([len(name)]) + name + len(value).to_bytes(4, "big") + value
+    return out
+
+
 def forbidden(p: Principal, msg_type: str, node_types, client_types) -> str | None:
+    if p.role == "revoked":
+        return f"the key of {p.name!r} was revoked: this connection is refused"
     if msg_type in node_types and p.role not in NODE_ROLES:
         return f"{p.role} key {p.name!r} may not send node messages ({msg_type})"
     if msg_type in client_types and p.role not in CLIENT_ROLES:
@@ -157,6 +198,7 @@ class Zap:
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.bind(ZAP_ENDPOINT)
         self.refused = 0
+        self.seen = 0  # the keyring's generation that ``revoked`` last looked at
 
     def handle(self) -> None:
         while True:
@@ -177,15 +219,48 @@ class Zap:
             return [b"1.0", req[1] if len(req) > 1 else b"", b"400", b"malformed ZAP request", b"", b""]
         rid, address, mechanism = req[1], req[3], req[5]
         if mechanism == b"CURVE" and len(req) == 7 and len(req[6]) == 32:
-            found = self.keyring.lookup(z85.encode(req[6]).decode("ascii"))
+            public = z85.encode(req[6]).decode("ascii")
+            found = self.keyring.lookup(public)
             if found is not None:
-                name, role = found
-                return [b"1.0", rid, b"200", b"OK", f"{role}:{name}".encode(), b""]
+                name, role, nodes = found
+                return [b"1.0", rid, b"200", b"OK", f"{role}:{name}".encode(), _metadata(X_Key=public, X_Nodes=nodes)]
         self.refused += 1
         if self.refused <= 10 or self.refused % 1000 == 0:  # a flood of bad keys must not fill the log
             log.warning("refused a %s connection from %s: unknown key (%d refused)",
                         mechanism.decode(errors="replace"), address.decode(errors="replace"), self.refused)
         return [b"1.0", rid, b"400", b"unknown key", b"", b""]
+
+    def vet(self, p: Principal) -> Principal:
+        """``p`` as it is let in now: revoked when its key no longer names it."""
+        self.keyring.reload()
+        return p if self._admits(p) else p._replace(role="revoked")
+
+    def _admits(self, p: Principal) -> bool:
+        return p.key is None or self.keyring.get(p.key) == (p.name, p.role, p.nodes)
+
+    def revoked(self, peers: dict) -> list:
+        """The routing ids in ``peers`` (-> Principal) whose key was revoked since the last look
+        (principals/ changed): marked revoked in ``peers``."""
+        self.keyring.reload()
+        if self.keyring.generation == self.seen:
+            return []
+        self.seen = self.keyring.generation
+        out = []
+        for ident, p in peers.items():
+            if p.role != "revoked" and not self._admits(p):
+                peers[ident] = p._replace(role="revoked")
+                out.append(ident)
+        if out:
+            log.warning("%d open connection(s) of revoked keys refused from now on", len(out))
+        return out
+
+    def watch(self, kernel, peers: dict, gone) -> None:
+        """Every KEYS_EVERY seconds on ``kernel``: ``gone(ident)`` for each newly revoked peer."""
+        def look():
+            for ident in self.revoked(peers):
+                gone(ident)
+            kernel.call_at(kernel.now() + KEYS_EVERY, look)
+        kernel.call_at(kernel.now() + KEYS_EVERY, look)
 
     def close(self):
         self.sock.close(linger=0)
@@ -219,5 +294,5 @@ def key_for(endpoint: str, key) -> str | None:
     return key or os.environ.get("MCEMU_KEY") or None
 
 
-__all__ = ["LOCAL", "Principal", "Zap", "can_run", "reaches", "curve_client", "curve_server", "forbidden", "from_user_id", "key_for",
-           "run_as", "use_credential"]
+__all__ = ["KEYS_EVERY", "LOCAL", "Principal", "Zap", "can_run", "curve_client", "curve_server", "forbidden",
+           "from_frame", "from_user_id", "key_for", "reaches", "run_as", "use_credential"]

@@ -177,7 +177,7 @@ class Daemon(ProcessorManager):
             p = self.principal_of(ident)
             why = auth.forbidden(p, t, P.NODE_TYPES, P.CLIENT_TYPES)
             if why:
-                return self._error(ident, "forbidden", why, m.get("id"))
+                return self._error(ident, "revoked" if p.role == "revoked" else "forbidden", why, m.get("id"))
             if t in P.CLIENT_TYPES:
                 why = self.admission.spend(p)
                 if why:
@@ -241,13 +241,10 @@ class Daemon(ProcessorManager):
         connection speaks; returns the frames as bytes."""
         ident = frames[0].bytes
         if ident not in self.peers:
-            try:
-                uid = frames[-1].get("User-Id")
-            except zmq.ZMQError:
-                uid = None  # ipc: no security mechanism, the owner's socket
             if len(self.peers) > 100_000:  # ids of connections long gone
                 self.peers.clear()
-            self.peers[ident] = auth.from_user_id(uid)
+            p = auth.from_frame(frames[-1])
+            self.peers[ident] = self.zap.vet(p) if self.zap is not None else p  # revoked since its handshake?
         return [ident] + [f.bytes for f in frames[1:]]
 
     def serve(self, ready=None):
@@ -272,6 +269,7 @@ class Daemon(ProcessorManager):
             k.add_reader(self.router, self._drain)
         if self.zap is not None:
             k.add_reader(self.zap.sock, self.zap.handle)
+            self.zap.watch(k, self.peers, self.from_nodes.revoked)  # revocations end open connections
         for nr in self.nodes:  # nodes registered while the journal was replayed
             if nr.ident is not None and nr.pidfd is None:
                 self.from_nodes.watch(nr, nr.ident)

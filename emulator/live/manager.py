@@ -41,6 +41,7 @@ from emulator.live import auth
 from emulator.live import config as configmod
 from emulator.live import protocol as P
 from emulator.live import recovery, views
+from emulator.live import secret as secretmod
 from emulator.live.admission import Admission
 from emulator.live.client_handlers import ClientHandlers
 from emulator.live.policy_port import PolicyPort
@@ -207,15 +208,15 @@ class ProcessorManager:
             self.journal.event("start", t, jr.id, None, {"nodes": jr.nodes, "attempt": jr.attempt})
             self.book.transition(jr, "running", t)
             jr.all_started_wall = None  # per attempt: a requeued job reports "started" again
-            frames = P.encode_each("run", self._run_fields(jr),
-                                   [{"rank": rank, "node": n} for rank, n in enumerate(jr.nodes)])
+            each = [{"rank": rank, "node": n, "secret": self._secret(jr, rank)} for rank, n in enumerate(jr.nodes)]
+            frames = P.encode_each("run", self._run_fields(jr), each)
             for n, frame in zip(jr.nodes, frames):
                 self._to_node(n, frame)
             self.starting.add(jr.id)
             self.quiet_until = self.clock() + START_QUIET
 
     def _run_fields(self, jr: JobRec) -> dict:
-        """A ``run`` message's fields but rank and node (the same for every node of the job)."""
+        """A ``run`` message's fields but rank, node and secret (the same for every node of the job)."""
         f = dict(job=jr.id, attempt=jr.attempt, nodes=jr.nodes, runtime_s=jr.exec_time * self.time_unit,
                  command=jr.command, burn=jr.burn, name=jr.name)
         if jr.user:
@@ -223,8 +224,13 @@ class ProcessorManager:
         self.slots.run_fields(jr, f)
         return f
 
+    def _secret(self, jr: JobRec, rank: int) -> str:
+        """Rank ``rank``'s claim to the interconnect (emulator.live.secret): only its node hears it."""
+        return secretmod.task_secret(secretmod.cluster_key(self.home), jr.id, jr.attempt, rank)
+
     def _send_run(self, jr: JobRec, rank: int, n: int):
-        self._to_node(n, P.encode_unchecked("run", rank=rank, node=n, **self._run_fields(jr)))
+        self._to_node(n, P.encode_unchecked("run", rank=rank, node=n, secret=self._secret(jr, rank),
+                                            **self._run_fields(jr)))
 
     # ------------------------------------------------------------------ the policy's timer
 

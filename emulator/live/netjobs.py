@@ -11,13 +11,21 @@ of an attempt names the same list, an attempt at or below one that has ENDED is 
 hello for a newer attempt replaces the old one (a requeued job's new tasks may say hello before
 the old attempt's end event arrives). What is not membership still comes from the daemon's
 events: a job's end or requeue (its connections are forgotten, its statistics reported), and
-down nodes. The socket is the cluster user's (mode 0600): the checks catch mistakes and stale
-tasks, not a process of the same user that lies, which could as well kill the tasks.
+down nodes.
+
+**A claim carries the task's secret** (issue 30, emulator.live.secret): given a key, a hello is
+refused (``bad-secret``) unless it carries the secret of its (job, attempt, rank), which only
+the task placed there was given, before anything else is checked or said about the job. A
+process that can reach the interconnect (over tcp, a remote node's; on this host, anything
+that opens net.sock) but was not given the secret cannot take a rank from its task or play one
+its task has not claimed yet. A process of the cluster's own user could read the key and the
+tasks' memory: that user is the cluster's owner.
 
 Pure bookkeeping (no sockets, no clock): emulator.live.interconnect drives it.
 """
 from __future__ import annotations
 
+from emulator.live import secret as secretmod
 from scheduler.network.stats import MessageStats
 
 # job event states after which a job's tasks no longer run (a requeued job starts a new attempt)
@@ -65,10 +73,13 @@ class JobAttempt:
 
 class Membership:
     """The jobs whose tasks said hello, by id, their task connections, the attempts that ended
-    and the down nodes (module docstring). ``nodes``: how many nodes the machine has."""
+    and the down nodes (module docstring). ``nodes``: how many nodes the machine has; ``key``:
+    the cluster's task key (emulator.live.secret.cluster_key), None to take claims unproven (a
+    membership driven in memory)."""
 
-    def __init__(self, nodes: int):
+    def __init__(self, nodes: int, key: bytes | None = None):
         self.machine = nodes
+        self.key = key
         self.jobs: dict[int, JobAttempt] = {}
         self.by_ident: dict[bytes, tuple[JobAttempt, int]] = {}
         self.ended: dict[int, int] = {}  # job id -> its highest attempt known to have ended
@@ -82,7 +93,7 @@ class Membership:
         (job, [attempts it replaced], None, "") when accepted, else (None, [], code, reason)
         and nothing changed."""
         jid, attempt, rank, nodes = m["job"], m["attempt"], m["rank"], m["nodes"]
-        why = self._refusal(ident, jid, attempt, rank, nodes)
+        why = secretmod.refusal(self.key, m) or self._refusal(ident, jid, attempt, rank, nodes)
         if why is not None:
             return (None, [], *why)
         j = self.jobs.get(jid)

@@ -26,6 +26,9 @@ Decisions of this implementation:
   node that registers with another pid than before is a new incarnation: its tasks are lost
   (same as a fault), and the change is journaled (``incarnation``) so that a recovered daemon
   does not count it again.
+* A node key bound to ids (emulator.live.keys) registers only those; a node id held by a live
+  connection of another principal is not taken over (``forbidden``, nothing changed); a node
+  whose key is revoked is told to stop and is down (``revoked``).
 * Before a node of this host is faulted (its process ended, it hung, it came back as a new
   process), what its tasks started is ended and waited for (``contain_dead``, nodes.contain):
   a requeued attempt never runs beside its predecessor; nor beside the job's tasks on this host's
@@ -37,6 +40,7 @@ import logging
 import select
 
 from emulator.live import auth
+from emulator.live import keys as keysmod
 from emulator.live import protocol as P
 from emulator.live.nodes import HOST
 from nodes import contain
@@ -144,6 +148,20 @@ class NodeHandlers:
         self.unwatch(nr)
         self.node_down(nr, "left")
 
+    def revoked(self, ident) -> None:
+        """The key of connection ``ident`` was revoked (emulator.live.auth.Zap.revoked): the node
+        it plays is told to stop (an honest agent ends its tasks) and is gone, its jobs requeued;
+        the daemon sends it nothing more (no ``run``, no task secret)."""
+        nr = self.m.by_ident.get(ident)
+        if nr is None:
+            return
+        log.warning("node %d: its key %r was revoked: down", nr.id, nr.principal.name if nr.principal else "?")
+        self.m.outbox.append((ident, P.encode_unchecked("shutdown")))
+        self.unwatch(nr)
+        self.m.registry.detach(nr)  # also when it was down already: no message goes to it again
+        self.node_down(nr, "its key was revoked")
+        nr.principal = None
+
     # ------------------------------------------------------------------ watched node processes
 
     def watch(self, nr, ident) -> None:
@@ -192,6 +210,9 @@ class NodeHandlers:
             return m._error(ident, "bad-node", f"node {n} is not in {m.topology} (0..{m.topology.size - 1})")
         nr = m.nodes[n]
         p = m.principal_of(ident)
+        if p.nodes is not None and not keysmod.binds(p.nodes, n):
+            return m._error(ident, "forbidden", f"node key {p.name!r} is bound to nodes {p.nodes}: it may not "
+                                                f"register node {n}")
         if (nr.ident is not None and nr.ident != ident and nr.principal is not None and nr.principal != p
                 and m.clock() - nr.last < m.expiry):
             return m._error(ident, "forbidden", f"node {n} is played by a live connection of another "
