@@ -3,8 +3,9 @@ saturated discipline keep growing?)."""
 from __future__ import annotations
 
 from emulator.experiments import register
+from emulator.experiments import verdict as V
 from emulator.experiments._points import sim_point
-from emulator.experiments.experiment import Check, Experiment, Panel, fmt
+from emulator.experiments.experiment import Check, Experiment, Panel
 from emulator.experiments.lazy.common import (
     FOUR, NAMES, NOTES, PAPER, T_FULL, T_QUICK, base, common_settings, label,
 )
@@ -39,21 +40,23 @@ def _fig8_check(res):
     k = res.points[0].params["samples"]
     ts = _times(T, k)
     end, quarter, half = f"M@{ts[-1]}", f"M@{ts[max(0, k // 4 - 1)]}", f"M@{ts[k // 2 - 1]}"
-    m = {s: res.mean(end, scheduler=s, load=0.5) for s in FOUR}
-    c(max(m, key=m.get) == "fcfs" and m["fcfs"] >= 2 * m["lazy"],
+    m = {s: res.est(end, scheduler=s, load=0.5) for s in FOUR}
+    c(V.every([*(V.greater(m["fcfs"], v) for s, v in m.items() if s != "fcfs"), V.not_more(2 * m["lazy"], m["fcfs"])]),
       f"load 0.5: FCFS's M at T the highest and at least twice lazy's ("
-      + ", ".join(f"{NAMES[s]} {fmt(v)}" for s, v in m.items()) + ")")
-    sc = [res.mean(x, scheduler="scan-up", load=0.85) for x in (quarter, half, end)]
-    c(sc[0] < sc[1] < sc[2], f"load 0.85: scan's M grows with observation time "
-      f"({quarter} {fmt(sc[0])}, {half} {fmt(sc[1])}, {end} {fmt(sc[2])})")
-    m = {s: res.mean(end, scheduler=s, load=0.85) for s in FOUR}
-    c(m["lazy"] < m["scan-up"] and m["lazy"] < m["fcfs"],
+      + ", ".join(f"{NAMES[s]} {v}" for s, v in m.items()) + ")",
+      tol="a factor 2 over lazy", why="'very high compared with the others' has no number in the text; on the "
+      "figure's log axis a factor 2 is the least gap that reads as 'very high'")
+    sc = [res.est(x, scheduler="scan-up", load=0.85) for x in (quarter, half, end)]
+    c(V.rises(sc), f"load 0.85: scan's M grows with observation time "
+      f"({quarter} {sc[0]}, {half} {sc[1]}, {end} {sc[2]})")
+    m = {s: res.est(end, scheduler=s, load=0.85) for s in FOUR}
+    c(V.every(V.less(m["lazy"], m[s]) for s in ("scan-up", "fcfs")),
       f"load 0.85: lazy's M at T below scan's and FCFS's ("
-      + ", ".join(f"{NAMES[s]} {fmt(v)}" for s, v in m.items()) + ")")
-    la = [res.mean(x, scheduler="lazy", load=0.85) for x in (quarter, end)]
-    c(la[1] / la[0] < sc[2] / sc[0],
+      + ", ".join(f"{NAMES[s]} {v}" for s, v in m.items()) + ")")
+    la = [res.est(x, scheduler="lazy", load=0.85) for x in (quarter, end)]
+    c(V.less(la[1] / la[0], sc[2] / sc[0]),
       f"load 0.85: lazy's M grows less with time than scan's (M(T)/M(T/4): lazy "
-      f"{fmt(la[1] / la[0], 3)}, scan {fmt(sc[2] / sc[0], 3)})")
+      f"{la[1] / la[0]}, scan {sc[2] / sc[0]})")
     return c
 
 
