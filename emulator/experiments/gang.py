@@ -22,6 +22,7 @@ import random
 import statistics
 
 from emulator.experiments import register
+from emulator.experiments import verdict as V
 from emulator.experiments.experiment import Check, Experiment, Panel, fmt
 from emulator.sim.gang import run_gang
 from emulator.sim.workloads import make_workload
@@ -273,14 +274,14 @@ def _compare_grid(quick):
 
 
 def _cmp(res, metric, better, a, b, loads, sizes):
-    """(all hold, text) for 'a's metric is better than b's' at each load."""
-    rows, ok = [], True
+    """(outcome, text) of 'a's metric is better than b's' at each load."""
+    rows, outs = [], []
     for x in loads:
-        va, vb = res.mean(metric, scheduler=a, load=x, sizes=sizes), res.mean(metric, scheduler=b, load=x, sizes=sizes)
-        held = va < vb if better == "lower" else va > vb
-        ok = ok and held
-        rows.append(f"{x}: {fmt(va)} vs {fmt(vb)}{'' if held else ' (no)'}")
-    return ok, "; ".join(rows)
+        va, vb = res.est(metric, scheduler=a, load=x, sizes=sizes), res.est(metric, scheduler=b, load=x, sizes=sizes)
+        o = V.less(va, vb) if better == "lower" else V.greater(va, vb)
+        outs.append(o)
+        rows.append(f"{x}: {va} vs {vb}{'' if o == V.HOLDS else f' ({o})'}")
+    return V.every(outs), "; ".join(rows)
 
 
 def _compare_check(res):
@@ -290,9 +291,12 @@ def _compare_check(res):
         loads = res.values("load", sizes=sizes)
         under = [x for x in loads if x < OVERLOAD]
         over = [x for x in loads if x >= OVERLOAD]
-        ok, txt = _cmp(res, "switches_per_long_job", "lower", "multilevel", "round-robin", loads, sizes)
-        c(ok, f"{lab}: multilevel switches a long job fewer times than round robin, at every load "
-              f"(context switches per long job, multilevel vs round robin; {txt})")
+        _, txt = _cmp(res, "switches_per_long_job", "lower", "multilevel", "round-robin", loads, sizes)
+        # multilevel's slots are 1-10 units, round robin's 1: a long job is switched fewer times
+        # under multilevel whatever the scheduling, so the data cannot speak to the claim
+        c.note(V.NOT_INFORMATIVE, f"{lab}: multilevel switches a long job fewer times than round robin: it "
+               f"follows from multilevel's longer slots (q up to 10 against round robin's 1), not from the policy "
+               f"(context switches per long job, multilevel vs round robin; {txt})")
         if under:
             ok, txt = _cmp(res, "mean_turnaround_short", "lower", "multilevel", "round-robin", under, sizes)
             c(ok, f"{lab}: short jobs finish sooner under multilevel than under round robin at offered loads "
@@ -305,12 +309,13 @@ def _compare_check(res):
             c(ok, f"{lab}: multilevel's throughput is higher than round robin's at overload, where "
                   f"throughput measures what the machine can complete (jobs per time unit; {txt})")
         if under:
-            ts = [(x, res.mean("mean_turnaround_short", scheduler="two-queue", load=x, sizes=sizes),
-                   res.mean("mean_turnaround_short", scheduler="round-robin", load=x, sizes=sizes)) for x in under]
-            c(max(ts, key=lambda t: t[0])[1] >= max(ts, key=lambda t: t[0])[2],
+            ts = [(x, res.est("mean_turnaround_short", scheduler="two-queue", load=x, sizes=sizes),
+                   res.est("mean_turnaround_short", scheduler="round-robin", load=x, sizes=sizes)) for x in under]
+            _, a, b = max(ts, key=lambda t: t[0])
+            c(V.not_more(b, a),
               f"{lab}: with jobs in arbitrary order the two-queue system (section 3) does not give short "
               f"jobs a shorter turnaround than round robin at the highest offered load below 1 "
-              f"(two-queue vs round robin: " + "; ".join(f"{x}: {fmt(a)} vs {fmt(b)}" for x, a, b in ts) + ")")
+              f"(two-queue vs round robin: " + "; ".join(f"{x}: {a} vs {b}" for x, a, b in ts) + ")")
     return c
 
 

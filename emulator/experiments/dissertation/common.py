@@ -3,6 +3,9 @@ point of each chapter (``ch7``: the 16x16 mesh of 7.2, ``ch8``: the 32x32 mesh o
 settings text and the notes of every report, and the series label by number of queues."""
 from __future__ import annotations
 
+from emulator.experiments import verdict as V
+from emulator.experiments.experiment import fmt
+
 PAPER = "Mesh processor management dissertation"
 N_FULL, W_FULL = 20500, 500
 N_QUICK, W_QUICK = 300, 50
@@ -74,3 +77,15 @@ def q_label(p):
 
 __all__ = ["PAPER", "N_FULL", "W_FULL", "N_QUICK", "W_QUICK", "run_len", "ch7", "ch8", "ch7_settings",
            "ch8_settings", "q_label", "NOTES7", "NOTES8", "CHANGED8"]
+
+
+def saturated(c, pts, text) -> bool:
+    """Record ``text`` as not reproducible in saturation, with the evidence, when every point
+    it is judged at stopped at the replication cap without the target precision (its turnaround
+    grows with the run, so a comparison there is noise); returns whether it did."""
+    if not pts or not all(p.capped for p in pts):
+        return False
+    tat = sorted(p.mean("mean_turnaround") for p in pts)
+    c.note(V.SATURATED, f"{text}: every one of its {len(pts)} points stopped at the replication cap ({pts[0].reps} "
+           f"runs) without the 5% precision, turnarounds {fmt(tat[0])}-{fmt(tat[-1])}, i.e. past saturation")
+    return True
