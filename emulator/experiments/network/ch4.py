@@ -9,6 +9,7 @@ and markers; the legend says which is which ("sim" / "model").
 from __future__ import annotations
 
 from emulator.experiments import register
+from emulator.experiments import verdict as V
 from emulator.experiments.experiment import Check, Experiment, Panel, fmt
 from emulator.experiments.network.ch4_sim import (
     LT, MODEL, SIM, TRANSPOSE_SOURCES, stair_params, stair_point, transpose_params, transpose_point,
@@ -86,6 +87,9 @@ def _bound(c, res, metric, what):
 # ------------------------------------------------------------------ Figure 4.3
 
 
+CLOSE = 0.10
+
+
 def _fig43_check(res):
     c = Check()
     _exact_at_zero(c, res, "ci_bottom", "bottom path's Cmax_I")
@@ -97,11 +101,16 @@ def _fig43_check(res):
         top = max(gap, key=gap.get)
         dr = {x: res.mean("d_bottom", source=MODEL, lv=lv, mtbs=x) / res.mean("d_bottom", source=SIM, lv=lv, mtbs=x)
               for x in xs}
-        c(abs(gap[xs[-1]]) <= 0.01 * mod[0][0] and xs[0] < top < xs[-1],
-          f"lv {lv}: very close at very large MTBS and loosest in between: the model - sim gap at MTBS "
-          f"{xs[-1]} is {fmt(gap[xs[-1]])} µs (<= 1% of the curve's MTBS-0 height {fmt(mod[0][0])}), the "
-          f"largest gap {fmt(gap[top])} µs is at MTBS {top}; Dmax/D of the path: "
-          + ", ".join(f"{x}: {fmt(v, 3)}" for x, v in dr.items()))
+        big = xs[-1]
+        m_big, s_big = V.Est(*mod[big]), V.Est(*sim[big])
+        # "compares very well ... when MTBS is very large": against the simulated value there, not
+        # against the curve's MTBS-0 height (1% of which, 1,024 µs at lv 13, let a 2x gap pass)
+        c(V.close(m_big, s_big, CLOSE), f"lv {lv}: very close at very large MTBS: model {m_big} vs sim {s_big} µs at "
+          f"MTBS {big} (Dmax/D of the path: " + ", ".join(f"{x}: {fmt(v, 3)}" for x, v in dr.items()) + ")",
+          tol=f"{CLOSE:.0%} of the simulated value", why="'compares very well' has no number in the text; "
+          "10% is what the text's own figure shows at MTBS 0, where it says the same words")
+        c(xs[0] < top < xs[-1], f"lv {lv}: the model is loosest in between: the largest model - sim gap "
+          f"{fmt(gap[top])} µs is at MTBS {top} (MTBS 0: {fmt(gap[xs[0]])}, MTBS {big}: {fmt(gap[big])})")
     return c
 
 

@@ -25,6 +25,7 @@ bottom path of each stair from chapter 4
 from __future__ import annotations
 
 from emulator.experiments import register
+from emulator.experiments import verdict as V
 from emulator.experiments.experiment import Check, Experiment, Panel, fmt
 from emulator.experiments.network.ch4_sim import LT, MODEL, SIM, messages_for, stair_rates
 from emulator.experiments.network.common import PAPER, net_point
@@ -132,8 +133,10 @@ def _label58(p):
 def _check58(res):
     c = Check()
     alone = [p.mean("d_i") for p in res.select(n=0)]
-    c(all(abs(v - LT) <= 0.06 for v in alone), "the lowest line is the transmission delay alone, 25 µs, for "
-      f"every MTBS_i ({fmt(min(alone))}..{fmt(max(alone))} µs)")
+    # a message alone in the network takes L x T_t by construction: the data cannot say otherwise
+    c.note(V.NOT_INFORMATIVE, "the lowest line is the transmission delay alone, 25 µs, for every MTBS_i "
+           f"({fmt(min(alone))}..{fmt(max(alone))} µs): with no P_j a message meets no contention, so its delay "
+           "is L x T_t by construction")
     js = res.values("mtbs_j", n=1)
     series = [{"mtbs_j": j, "n": 1} for j in js] + [{"n": 0, "mtbs_j": 0}]
     _ordered(c, res, "P_i's delay rises as P_j's rate rises, for every MTBS_i "

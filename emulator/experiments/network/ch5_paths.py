@@ -9,6 +9,7 @@ Simulation: the wormhole simulator; analysis: the divide-and-conquer model of §
 from __future__ import annotations
 
 from emulator.experiments import register
+from emulator.experiments import verdict as V
 from emulator.experiments.experiment import Check, Experiment, Panel, fmt
 from emulator.experiments.network.ch4_sim import MODEL, SIM, messages_for
 from emulator.experiments.network.common import PAPER, net_point
@@ -45,6 +46,9 @@ def five_point(params: dict, seed: int) -> dict:
     return {f"d{u + 1}": v for u, v in enumerate(d)} | {"d_mean": sum(d) / 5}
 
 
+UNAFFECTED = 0.10
+
+
 def _check(res):
     c = Check()
     ks = res.values("k")
@@ -67,10 +71,20 @@ def _check(res):
           f"{name}: paths with more intermediate contention points are more sensitive to the load (the rise "
           f"of the delay from k = {ks[-1]} to k = {ks[0]} must grow along paths 1, 2, 4, 5, with 0, 1, 3, 4 "
           "intermediate points: " + ", ".join(f"path {u}: +{fmt(rise[u])} µs ({fmt(100 * rel[u], 3)}%)" for u in range(1, 6)) + ")")
+        # "Path 1 is relatively unaffected by the network load": the text's absolute reading (its
+        # own delay barely moves) is scored; "less than the others" is the sensitivity row
+        d1 = (V.Est(sim[1, ks[0]].mean("d1"), sim[1, ks[0]].ci("d1")), V.Est(sim[1, ks[-1]].mean("d1"), sim[1, ks[-1]].ci("d1"))) \
+            if name == "simulation" else (V.Est(v[1, ks[0]]), V.Est(v[1, ks[-1]]))
+        c(V.not_more(d1[0] - d1[1], UNAFFECTED * d1[1].mean),
+          f"{name}: path 1 is relatively unaffected by the load: its delay rises by at most {UNAFFECTED:.0%} from "
+          f"k = {ks[-1]} to k = {ks[0]} ({d1[1]} -> {d1[0]} µs, +{fmt(100 * rel[1], 3)}%)",
+          tol=f"{UNAFFECTED:.0%} of its delay", why="'unaffected' has no number in the text; 10% is the least "
+          "change visible on the figure's linear axis")
         others = [rise[u] for u in range(2, 6)]
-        c(rise[1] <= 0.5 * min(others),
-          f"{name}: path 1 is relatively unaffected by the load (its rise, +{fmt(rise[1])} µs, is at most half "
-          f"of every other path's, the smallest being +{fmt(min(others))} µs)")
+        c.sensitivity(rise[1] <= 0.5 * min(others),
+                      f"{name}, the comparative reading: path 1's rise, +{fmt(rise[1])} µs, is at most half of every "
+                      f"other path's, the smallest being +{fmt(min(others))} µs",
+                      tol="half the others' rise", why="'relatively' read as against the other paths")
     return c
 
 
@@ -103,8 +117,9 @@ register(Experiment(
            f"ordering is tested on paths 1, 2, 4, 5. 'Agrees' means within {AGREE:.0%} of the simulated "
            "mean delay. Sensitivity is the rise of a path's delay, in µs, from k = 500 to k = 0 (what the "
            "figure's linear axes show; the relative rise is given too: in relative terms paths 4 and 5 "
-           "tie in the simulation); 'relatively unaffected' means path 1's rise is at most half of every "
-           "other path's (an absolute reading, a rise of at most 10%, would fail in the simulation, where "
-           "path 1's delay rises about 20%). Every "
+           "tie in the simulation); 'relatively unaffected' is scored in the text's absolute reading, path "
+           "1's own delay rising by at most 10% (issue 29: before, the comparative reading, path 1's rise at "
+           "most half of every other path's, was scored because the absolute one fails; it is now a "
+           "sensitivity row). Every "
            "series is drawn solid with markers (the text: solid = simulation, dotted = analysis). "
            "All sub-claims are computed from results.csv.")))
