@@ -86,10 +86,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = args.names or [e.name for e in experiments.all_experiments()
                            if (args.out / e.name / "runs.jsonl").exists()]
+    failed = []
     for n in names:
-        s = rerender(n, args.out)
+        try:
+            s = rerender(n, args.out)
+        except ReproduceError as e:
+            failed.append(n)
+            print(f"{n}: not re-rendered: {e}")
+            continue
         print(f"{n}: {s['verdict']} {s['counts']} ({s['replications_computed']} runs computed)")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
