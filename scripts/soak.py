@@ -1,32 +1,42 @@
 #!/usr/bin/env python
-"""Soak the live cluster: a stream of jobs while nodes are SIGKILLed, the daemon is SIGKILLed
-and recovered, and hostile frames arrive; then check that every job finished exactly once
-and that nothing is left running.
+"""Soak the live cluster: a stream of jobs, communicating ones among them, under node, daemon
+and interconnect SIGKILLs, hostile frames, a flooding client and CPU hogs; then check that every
+job ended exactly once, that no attempt overlapped its predecessor and that nothing is left.
 
-    python scripts/soak.py --minutes 10            # a table at the end; --json for one document
+    python scripts/soak.py --minutes 10            # a table at the end (and --out: JSON)
 
 Method
-  cluster: a new MCEMU_HOME in a temporary directory, ``mcemu keys init`` and ``mcemu up``
-    (hypercube:4 by default, buddy, the default discipline, --listen on a loopback port, a time
-    unit of 0.05 s, the launcher restarting dead nodes, --max-requeue 3).
-  stream: Poisson arrivals (mean gap ``--gap`` seconds) of synthetic jobs, sizes 0-3 cubes
-    uniform, run times 1-20 time units (0.05-1 s), each named ``soak-N``. A submit that gets
-    no answer (the daemon is down) is not retried: it is counted as *unanswered*, and its name
-    may appear in the journal at most once.
-  faults: every ``--node-kill`` seconds (on average) a random node agent is SIGKILLed (the
-    launcher restarts it); every ``--daemon-kill`` seconds the daemon is SIGKILLed, left dead
-    for 1-3 s, and recovered with ``mcemu up --detach`` (which must exit 0).
-  hostile: every 2 s a burst of ``--hostile`` frames (tests/fixtures/hostile.py: malformed,
-    spoofed, oversized) over ipc, the same over tcp with a client key (node messages and others'
-    jobs forbidden), and raw garbage to the tcp port without a handshake.
-  end: the stream stops; the soak waits (at most ``--drain`` s) until no job is queued or
-    running, then ``mcemu down``. From the journal (SQLite, read-only): *lost* = a job
-    acknowledged to the stream, or any job in the journal, that is not completed, failed or
-    cancelled; *doubled* = a job with more than one terminal event (depart, fail, cancel) or a
-    ``soak-N`` name on two jobs. *left* = every pid the soak saw (daemons, launcher, nodes,
-    tasks; sampled every 0.5 s) still alive after ``mcemu down``. Exit status 0 only when lost,
-    doubled and left are all 0 and every recovery exited 0; the home is then removed (unless
-    ``--keep``), else kept for its journal and logs.
+  cluster: a new MCEMU_HOME in a temporary directory, ``mcemu keys init`` and ``mcemu up`` on
+    mesh:4x4 with ``--network wormhole``, the topology's allocator, the default discipline, a
+    loopback --listen port, a time unit of 0.05 s, the launcher restarting dead nodes,
+    --max-requeue 3, and a client key ``mallory`` held to --client-max-jobs and --client-rate.
+  stream: Poisson arrivals (mean gap ``--gap`` s), each named KIND-N, of four kinds (``MIX``):
+    *plain* synthetic jobs (1x1, 2x1, 2x2 or 4x2, 1-20 time units); *traced* ones, the same
+    running ``TRACE`` (each rank notes its pid and whether a process of an earlier attempt of its
+    job is still alive: an overlap); *pattern* jobs (transpose 2x2 or ring 4x2, mtbs 25 us,
+    20-60 messages per path: ``mcemu submit --pattern``); *mpi*: docs/examples programs run
+    unchanged (ring, cpi, jacobi, transpose, mandelbrot). A submit the daemon does not answer
+    (it is down) is counted *unanswered*, not retried.
+  faults: a random node agent SIGKILLed every ``--node-kill`` s on average (the launcher restarts
+    it); the interconnect (its pidfile) every ``--net-kill`` s on average while the daemon serves
+    (the daemon restarts it and requeues its jobs); the daemon every ``--daemon-kill`` s, dead for
+    1-3 s, recovered with ``mcemu up --detach`` (which must exit 0).
+  hostile: every 2 s ``--hostile`` malformed frames over ipc and over tcp with mallory's key, and
+    raw garbage to the tcp port. flood: a process of its own with mallory's key, every
+    ``--flood-every`` s: ``--flood`` submits and 20 ``queue --all`` sent back to back, then a
+    cancel of what was accepted. Refusals ``quota``, ``rate-limited`` and ``busy`` are what the
+    daemon's admission owes it (expected); any other error or silence is counted as an error.
+  hogs: ``--hogs`` CPU-bound processes beside the cluster while the stream runs.
+  end: the stream, flood and hogs stop (by pid); at most ``--drain`` s for the queue to empty,
+    then ``mcemu down``. From the journal (SQLite, read-only) and what the soak saw:
+    *lost*: a job acknowledged, or any job in the journal, that is not completed, failed or
+    cancelled; *doubled*: a job with more than one terminal event, a KIND-N name on two jobs, an
+    overlap TRACE reported, or two attempts of a job with live processes in the same sample of
+    the agents' task cgroups; *left*: every pid seen (daemon, launcher, interconnect, nodes,
+    tasks: sampled every 0.5 s) alive after ``mcemu down``; *false downs*: ``node_down`` events
+    of a node beyond the SIGKILLs it got. Exit status 0 only when these are all 0, every
+    recovery exited 0 and the flood met no unexpected error; the home is then removed (unless
+    ``--keep``).
 """
 from __future__ import annotations
 
@@ -34,6 +44,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -42,23 +53,37 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from emulator.cli.lifecycle import cluster_processes  # noqa: E402
 from emulator.cli.monitor import still_alive  # noqa: E402
 from emulator.live import home as homemod  # noqa: E402
 from emulator.live.client import Client, ClientError  # noqa: E402
-from tests.fixtures.hostile import blast  # noqa: E402
+from nodes import contain  # noqa: E402
 
 TERMINAL = ("depart", "fail", "cancel")
 FINISHED = ("completed", "failed", "cancelled")
+MIX = {"plain": 0.6, "traced": 0.2, "pattern": 0.12, "mpi": 0.08}
+SHAPES = ([1, 1], [2, 1], [2, 2], [4, 2])
+PATTERNS = (([2, 2], "transpose"), ([4, 2], "ring"))
+EXAMPLES = ROOT / "docs" / "examples"
+MPI = (("ring.py 3", [2, 2]), ("cpi.py 100000", [2, 2]), ("jacobi.py 16 20", [2, 2]), ("transpose.py", [2, 2]),
+       ("mandelbrot.py 32 24 100", [2, 1]))
+EXPECTED = {"quota", "rate-limited", "busy"}  # the daemon's admission refusing the flood
+TRACE = """d="$1"; f="$d/j$MCEMU_JOB_ID"
+if [ -f "$f" ]; then while read att pid; do
+  if [ "$att" -lt "$MCEMU_ATTEMPT" ] && grep -qs '^State:[[:space:]]*[A-Y]' "/proc/$pid/status"; then
+    echo "$MCEMU_JOB_ID $MCEMU_ATTEMPT $pid" >> "$d/overlaps"; fi; done < "$f"; fi
+echo "$MCEMU_ATTEMPT $$" >> "$f"
+exec sleep "$2"
+"""
 
 
 class Soak:
@@ -67,12 +92,18 @@ class Soak:
         self.rng = random.Random(a.seed)
         self.home = Path(tempfile.mkdtemp(prefix="mcemu-soak-", dir="/tmp"))
         self.env = dict(os.environ, MCEMU_HOME=str(self.home))
+        self.env.pop("MCEMU_KEY", None)
         self.port = _free_port()
         self.seen: dict[int, float] = {}  # pid -> create time: everything to check at the end
         self.acked: dict[int, str] = {}   # job id -> name, answered by the daemon
-        self.unanswered: list[str] = []
-        self.counts = dict(submitted=0, node_kills=0, daemon_kills=0, recoveries=0, recovery_failures=0,
-                           hostile_frames=0, hostile_replies=0, raw_garbage=0)
+        self.kinds: Counter = Counter()   # submitted, by kind
+        self.killed: Counter = Counter()  # node -> SIGKILLs
+        self.overlaps: set[int] = set()   # jobs seen with two attempts' processes at once
+        self.sampled: set[tuple] = set()  # (job, attempt) seen alive in the agents' cgroups
+        self.submit_s: list[float] = []   # the admin's submit round trips
+        self.helpers: list[subprocess.Popen] = []  # hogs and the flooder: the soak's own
+        self.counts = Counter(unanswered=0, node_kills=0, net_kills=0, daemon_kills=0, recoveries=0,
+                              recovery_failures=0, hostile_frames=0, hostile_replies=0, raw_garbage=0)
 
     # ------------------------------------------------------------------ helpers
 
@@ -81,81 +112,135 @@ class Soak:
                               capture_output=True, text=True, timeout=timeout)
 
     def record(self) -> None:
-        procs = []
-        for name in ("daemon.pid", "launcher.pid"):
-            p = homemod.read_pidfile(self.home / name)
-            if p is not None:
-                procs.append(p)
-                try:
-                    procs += p.children(recursive=True)
-                except psutil.Error:
-                    pass
+        """Remember every process of the cluster, and every task in the agents' cgroups (those
+        that left their agent's tree too), noting a job with two attempts alive at once."""
+        ps = cluster_processes(self.home)
+        procs = [p for p in (ps["daemon"], ps["launcher"], ps["interconnect"], *ps["tree"]) if p is not None]
         for p in procs:
             try:
                 self.seen.setdefault(p.pid, p.create_time())
             except psutil.Error:
                 pass
+        live: dict[int, set] = {}
+        for d in contain.base().glob("agent-*/j*.a*.r*") if contain.base() else ():
+            if int(d.parent.name[6:]) not in self.seen:
+                continue  # another cluster's agent
+            try:
+                pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            if pids:
+                job, att = map(int, re.match(r"j(\d+)\.a(\d+)", d.name).groups())
+                live.setdefault(job, set()).add(att)
+                self.sampled.add((job, att))
+                for pid in pids:
+                    try:
+                        self.seen.setdefault(pid, psutil.Process(pid).create_time())
+                    except psutil.Error:
+                        pass
+        self.overlaps |= {j for j, atts in live.items() if len(atts) > 1}
 
     def left(self) -> list[int]:
         return [p.pid for p in still_alive(self.seen)]
 
+    def stop_helpers(self) -> None:
+        for p in self.helpers:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+
     # ------------------------------------------------------------------ the run
 
     def start(self) -> None:
-        r = self.mcemu("keys", "init")
-        if r.returncode:
-            raise SystemExit(f"soak: mcemu keys init failed: {r.stderr.strip()}")
-        self.mcemu("keys", "issue", "mallory")
-        r = self.mcemu("up", "--detach", "--topology", self.a.topology, "--time-unit", "0.05",
-                       "--listen", f"127.0.0.1:{self.port}", "--max-requeue", "3")
-        if r.returncode:
-            raise SystemExit(f"soak: mcemu up failed: {r.stderr.strip()}")
+        for args in (("keys", "init"), ("keys", "issue", "mallory"),
+                     ("up", "--detach", "--topology", self.a.topology, "--network", "wormhole", "--time-unit", "0.05",
+                      "--listen", f"127.0.0.1:{self.port}", "--max-requeue", "3", "--client-max-jobs",
+                      self.a.flood // 4, "--client-rate", self.a.flood // 5)):
+            r = self.mcemu(*args)
+            if r.returncode:
+                raise SystemExit(f"soak: mcemu {' '.join(args[:2])} failed: {r.stderr.strip()}")
         self.record()
+        (self.home / "trace.sh").write_text(TRACE)
+        (self.home / "trace").mkdir()
+        from emulator.cli.net import pattern_job  # the command `mcemu submit --pattern` builds
+
+        self.patterns = []
+        with Client(home=self.home, timeout=10.0) as c:
+            for shape, name in PATTERNS:
+                for it in (20, 40, 60):
+                    a = SimpleNamespace(pattern=name, mtbs=25.0, iterations=it, warmup=None, seed=0, group=None,
+                                        runtime=None)
+                    req = {"shape": list(shape)}
+                    self.patterns.append((req, *pattern_job(a, req, c)))
+        for _ in range(self.a.hogs):
+            self.helpers.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        if self.a.flood:
+            self.stop_file = self.home / "stop-flood"
+            self.helpers.append(subprocess.Popen(
+                [sys.executable, __file__, "--role", "flooder", "--endpoint", f"tcp://127.0.0.1:{self.port}",
+                 "--key", str(self.home / "keys/issued/mallory.toml"), "--stop-file", str(self.stop_file),
+                 "--flood", str(self.a.flood), "--flood-every", str(self.a.flood_every)],
+                cwd=ROOT, env=self.env, stdout=subprocess.PIPE, text=True))
+
+    def job(self) -> tuple[str, dict, float, str | None]:
+        """The next job of the stream: (kind, request, runtime, command)."""
+        rng = self.rng
+        kind = rng.choices(list(MIX), weights=list(MIX.values()))[0]
+        if kind == "pattern":
+            req, cmd, rt = rng.choice(self.patterns)
+            return kind, dict(req), rt, cmd
+        if kind == "mpi":
+            prog, shape = rng.choice(MPI)
+            return kind, {"shape": shape}, 120.0, f"{sys.executable} {EXAMPLES / prog}"
+        rt = rng.uniform(1, 20)
+        cmd = f"sh {self.home}/trace.sh {self.home}/trace {rt * 0.05:.3f}" if kind == "traced" else None
+        return kind, {"shape": rng.choice(SHAPES)}, rt, cmd
 
     def run(self, progress) -> None:
         a, rng = self.a, self.rng
         client = Client(home=self.home, timeout=1.0)
-        t_end = time.monotonic() + a.minutes * 60
         now = time.monotonic()
-        next_job = now + rng.expovariate(1 / a.gap)
-        next_node_kill = now + rng.expovariate(1 / a.node_kill)
-        next_daemon_kill = now + a.daemon_kill * rng.uniform(0.5, 1.0)
-        next_hostile = now + 2.0
-        next_record = now
+        t_end = now + a.minutes * 60
+        due = {"job": now + rng.expovariate(1 / a.gap), "node": now + rng.expovariate(1 / a.node_kill),
+               "net": now + rng.expovariate(1 / a.net_kill), "daemon": now + a.daemon_kill * rng.uniform(0.5, 1.0),
+               "hostile": now + 2.0, "record": now}
         restart_at = None
         n = 0
         try:
             while (now := time.monotonic()) < t_end:
                 progress(now, t_end)
-                if now >= next_record:
+                if now >= due["record"]:
                     self.record()
-                    next_record = now + 0.5
-                if now >= next_job:
+                    due["record"] = now + 0.5
+                if now >= due["job"]:
                     n += 1
-                    name = f"soak-{n}"
-                    self.counts["submitted"] += 1
+                    kind, req, rt, cmd = self.job()
+                    self.kinds[kind] += 1
                     try:
-                        jid = client.submit({"cube": rng.randrange(0, 4)}, runtime=rng.uniform(1, 20), name=name)
-                        self.acked[jid] = name
+                        self.acked[client.submit(req, rt, name=f"{kind}-{n}", command=cmd)] = f"{kind}-{n}"
+                        self.submit_s.append(time.monotonic() - now)
                     except ClientError:
-                        self.unanswered.append(name)
+                        self.counts["unanswered"] += 1
                         client.close()  # a late answer must not be read as the next one's
                         client = Client(home=self.home, timeout=1.0)
-                    next_job = now + rng.expovariate(1 / a.gap)
-                if now >= next_node_kill:
+                    due["job"] = now + rng.expovariate(1 / a.gap)
+                if now >= due["node"]:
                     self._kill_node()
-                    next_node_kill = now + rng.expovariate(1 / a.node_kill)
-                if now >= next_daemon_kill and restart_at is None:
+                    due["node"] = now + rng.expovariate(1 / a.node_kill)
+                if now >= due["net"] and restart_at is None:
+                    self._kill_interconnect()
+                    due["net"] = now + rng.expovariate(1 / a.net_kill)
+                if now >= due["daemon"] and restart_at is None:
                     if self._kill_daemon():  # the stream goes on while it is dead
                         restart_at = now + rng.uniform(1.0, 3.0)
-                    next_daemon_kill = now + a.daemon_kill * rng.uniform(0.5, 1.5)
+                    due["daemon"] = now + a.daemon_kill * rng.uniform(0.5, 1.5)
                 if restart_at is not None and now >= restart_at:
                     self._recover()
                     restart_at = None
-                if now >= next_hostile:
+                if now >= due["hostile"]:
                     self._hostile()
-                    next_hostile = time.monotonic() + 2.0
-                time.sleep(max(0.0, min(next_job, next_record) - time.monotonic()))
+                    due["hostile"] = time.monotonic() + 2.0
+                time.sleep(max(0.0, min(due["job"], due["record"]) - time.monotonic()))
         finally:
             client.close()
             if restart_at is not None:
@@ -172,8 +257,17 @@ class Soak:
             p = homemod.read_pidfile(self.home / "launcher.pid")
             kids = {k.pid for k in p.children()} if p else set()
             if victim["pid"] in kids:  # only a node process of this cluster, by pid
+                self.record()
                 os.kill(victim["pid"], signal.SIGKILL)
                 self.counts["node_kills"] += 1
+                self.killed[victim["node"]] += 1
+
+    def _kill_interconnect(self) -> None:
+        p = homemod.read_pidfile(self.home / "interconnect.pid")
+        if p is not None:
+            self.record()
+            p.send_signal(signal.SIGKILL)
+            self.counts["net_kills"] += 1
 
     def _kill_daemon(self) -> bool:
         p = homemod.read_pidfile(self.home / "daemon.pid")
@@ -194,6 +288,8 @@ class Soak:
         self.record()
 
     def _hostile(self) -> None:
+        from tests.fixtures.hostile import blast
+
         k = self.a.hostile
         seed = self.rng.randrange(1 << 30)
         for ep, key in ((homemod.control_endpoint(self.home), None),
@@ -210,17 +306,27 @@ class Soak:
                 pass  # the daemon is being restarted
 
     def finish(self) -> dict:
-        deadline = time.monotonic() + self.a.drain
+        flood = {}
+        if self.a.flood:
+            self.stop_file.touch()
+            try:
+                flood = json.loads(self.helpers[-1].communicate(timeout=180)[0] or "{}")
+            except (subprocess.TimeoutExpired, ValueError):
+                flood = {"errors": {"no report": 1}}
+        self.stop_helpers()
+        t0 = time.monotonic()
+        deadline = t0 + self.a.drain
         while time.monotonic() < deadline:
             self.record()
             try:
                 with Client(home=self.home, timeout=2.0) as c:
-                    if not c.queue()["jobs"]:
+                    if not c.queue(all=True)["jobs"]:
                         break
             except ClientError:
                 if homemod.read_pidfile(self.home / "daemon.pid") is None:
                     self.mcemu("up", "--detach")
             time.sleep(0.5)
+        self.counts["drain_s"] = round(time.monotonic() - t0, 1)
         self.record()
         down = self.mcemu("down")
         left = self.left()
@@ -229,35 +335,110 @@ class Soak:
                 psutil.Process(pid).kill()
             except psutil.Error:
                 pass
-        return self.verdict(left, down.returncode)
+        return self.verdict(left, down.returncode, flood)
 
-    def verdict(self, left, down_rc) -> dict:
+    def verdict(self, left, down_rc, flood) -> dict:
         db = sqlite3.connect(f"file:{homemod.journal_path(self.home)}?mode=ro", uri=True)
-        rows = {i: (name, state) for i, name, state in db.execute("SELECT id, name, state FROM jobs")}
-        terminal: dict[int, int] = {}
-        for (job,) in db.execute(f"SELECT job FROM events WHERE kind IN {TERMINAL}"):
-            terminal[job] = terminal.get(job, 0) + 1
+        rows = {i: (name, state, reason) for i, name, state, reason in
+                db.execute("SELECT id, name, state, reason FROM jobs")}
+        terminal = Counter(job for (job,) in db.execute(f"SELECT job FROM events WHERE kind IN {TERMINAL}"))
         requeues = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'requeue'").fetchone()[0]
+        downs = Counter(n for (n,) in db.execute("SELECT node FROM events WHERE kind = 'node_down'"))
         db.close()
-        names: dict[str, int] = {}
-        for name, _ in rows.values():
-            names[name] = names.get(name, 0) + 1
+        names = Counter(name for name, _, _ in rows.values())
+        traced = set()
+        if (self.home / "trace" / "overlaps").exists():
+            traced = {int(line.split()[0]) for line in (self.home / "trace" / "overlaps").read_text().split("\n")
+                      if line.strip()}
         lost = sorted({j for j in self.acked if j not in rows or rows[j][1] not in FINISHED}
-                      | {j for j, (_, st) in rows.items() if st not in FINISHED})
-        doubled = sorted({j for j, k in terminal.items() if k > 1}
-                         | {j for j, (name, _) in rows.items() if name.startswith("soak-") and names[name] > 1})
-        restarts = 0
-        log = self.home / "launcher.log"
-        if log.exists():
-            restarts = log.read_text().count("restarting it in")
-        states: dict[str, int] = {}
-        for _, st in rows.values():
-            states[st] = states.get(st, 0) + 1
-        return {"minutes": self.a.minutes, "topology": self.a.topology, "home": str(self.home),
-                **self.counts, "acknowledged": len(self.acked), "unanswered": len(self.unanswered),
-                "jobs_in_journal": len(rows), "states": states, "requeues": requeues,
-                "node_restarts": restarts, "lost": lost, "doubled": doubled, "left_running": left,
-                "down_exit": down_rc, "processes_seen": len(self.seen)}
+                      | {j for j, (_, st, _) in rows.items() if st not in FINISHED})
+        doubled = sorted({j for j, k in terminal.items() if k > 1} | traced | self.overlaps
+                         | {j for j, (name, _, _) in rows.items() if name.split("-")[0] in MIX and names[name] > 1})
+        states: dict[str, Counter] = {}  # by kind; "other": the hostile frames' well-formed submits
+        for name, st, _ in rows.values():
+            kind = name.split("-")[0]
+            states.setdefault(kind if kind in MIX or kind == "flood" else "other", Counter())[st] += 1
+        reasons = Counter(re.sub(r"\d+(\.\d+)?", "N", r or "")[:90] for _, st, r in rows.values() if st == "failed")
+        logs = {f: (self.home / f).read_text() if (self.home / f).exists() else "" for f in ("launcher.log",
+                                                                                               "daemon.log")}
+        return {"minutes": self.a.minutes, "topology": self.a.topology, "seed": self.a.seed, "hogs": self.a.hogs,
+                "home": str(self.home), **self.counts, "submitted": dict(self.kinds),
+                "acknowledged": len(self.acked), "jobs_in_journal": len(rows),
+                "states": {k: dict(v) for k, v in states.items()},
+                "completed": sum(v["completed"] for v in states.values()),
+                "failed": sum(v["failed"] for v in states.values()), "failed_reasons": dict(reasons.most_common()),
+                "requeues": requeues, "node_restarts": logs["launcher.log"].count("restarting it in"),
+                "net_restarts": logs["daemon.log"].count("interconnect restarted"),
+                "node_downs": sum(downs.values()),
+                "false_downs": {n: k - self.killed[n] for n, k in sorted(downs.items()) if k > self.killed[n]},
+                "flood": flood, "lost": lost, "doubled": doubled, "left_running": left, "down_exit": down_rc,
+                "processes_seen": len(self.seen), "attempts_sampled": len(self.sampled), "contain": contain.mode(),
+                "admin_submit_ms": {q: round(1000 * _pct(self.submit_s, f), 1) for q, f in
+                                    (("p50", 0.5), ("p99", 0.99), ("max", 1.0))}}
+
+
+def flooder(a) -> None:
+    """The hostile client (its own process): every ``--flood-every`` s, ``--flood`` submits and 20
+    unpaged ``queue --all`` sent back to back, each reply's code counted, then a cancel of every
+    job it got (a rate refusal is waited out, as its message says). JSON on stdout at the end."""
+    from emulator.live import protocol as P
+    from emulator.live.client import DaemonError
+
+    got = {k: Counter() for k in ("submit", "queue", "cancel")}
+    errors, bursts, n = Counter(), 0, 0
+    c = Client(a.endpoint, timeout=20.0, key=a.key)
+    while not os.path.exists(a.stop_file):
+        bursts += 1
+        sent = {}
+        for i in range(a.flood + 20):
+            rid = next(c._ids)
+            if i < a.flood:
+                n += 1
+                c.sock.send(P.encode("submit", id=rid, request={"shape": [1, 1]}, runtime=2.0, name=f"flood-{n}"))
+            else:
+                c.sock.send(P.encode("queue", id=rid, all=True))
+            sent[rid] = "submit" if i < a.flood else "queue"
+        jobs, deadline = [], time.monotonic() + 30
+        while sent and time.monotonic() < deadline:
+            if c.sock.poll(500):
+                m = P.decode(c.sock.recv(), max_size=P.MAX_REPLY)
+                what = sent.pop(m.get("id"), None)
+                if what is not None:
+                    got[what]["ok" if m["type"] == "ok" else m["code"]] += 1
+                    if what == "submit" and m["type"] == "ok":
+                        jobs.append(m["data"]["job"])
+        if sent:  # the daemon was killed meanwhile: its answers are lost with it
+            errors["unanswered"] += len(sent)
+            c.close()
+            c = Client(a.endpoint, timeout=20.0, key=a.key)
+        for jid in jobs:
+            for _ in range(200):
+                try:
+                    c.cancel(jid)
+                    got["cancel"]["ok"] += 1
+                except DaemonError as e:
+                    got["cancel"][e.code] += 1
+                    if e.code == "rate-limited":
+                        time.sleep(0.02)
+                        continue
+                except ClientError:
+                    errors["cancel unanswered"] += 1
+                    c.close()
+                    c = Client(a.endpoint, timeout=20.0, key=a.key)
+                break
+        end = time.monotonic() + a.flood_every
+        while time.monotonic() < end and not os.path.exists(a.stop_file):
+            time.sleep(0.2)
+    c.close()
+    for what, codes in got.items():  # "not-active": a job that ended before its cancel came
+        errors.update({f"{what} {k}": v for k, v in codes.items() if k not in EXPECTED | {"ok", "not-active"}})
+    print(json.dumps({"bursts": bursts, **{k: dict(v) for k, v in got.items()}, "errors": dict(errors),
+                      "refused": sum(v for codes in got.values() for k, v in codes.items() if k in EXPECTED)}))
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 def _free_port() -> int:
@@ -266,33 +447,85 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def table(v: dict, ok: bool):
+    from rich.table import Table
+
+    t = Table(title=f"soak: {v['minutes']:g} min on {v['topology']}, {v['hogs']} hogs, seed {v['seed']} "
+                    f"({'OK' if ok else 'FAILED'})", box=None)
+    t.add_column("what")
+    t.add_column("count", justify="right")
+    t.add_column("detail")
+    fl = v["flood"]
+    rows = [("submitted", sum(v["submitted"].values()), ", ".join(f"{n} {k}" for k, n in v["submitted"].items())),
+            ("acknowledged", v["acknowledged"], f"{v['unanswered']} unanswered (the daemon was down); the admin's "
+             f"submit p50/p99/max " + "/".join(f"{x:g}" for x in v["admin_submit_ms"].values()) + " ms"),
+            ("jobs in the journal", v["jobs_in_journal"], "; ".join(
+                f"{k}: " + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) for k, c in sorted(v["states"].items()))),
+            ("completed", v["completed"], ""), ("failed", v["failed"], ""),
+            *(("", n, r) for r, n in v["failed_reasons"].items()),
+            ("requeues", v["requeues"], ""),
+            ("node kills", v["node_kills"], f"{v['node_restarts']} restarts by the launcher, "
+                                            f"{v['node_downs']} declared down"),
+            ("interconnect kills", v["net_kills"], f"{v['net_restarts']} restarts by the daemon"),
+            ("daemon kills", v["daemon_kills"], f"{v['recoveries']} recoveries, {v['recovery_failures']} failed"),
+            ("hostile frames", v["hostile_frames"], f"{v['hostile_replies']} replies, {v['raw_garbage']} raw"),
+            ("flood refusals", fl.get("refused", 0), f"{fl.get('bursts', 0)} bursts; submit {fl.get('submit')}; "
+                                                     f"queue {fl.get('queue')}; cancel {fl.get('cancel')}"),
+            ("flood errors", sum(fl.get("errors", {}).values()), str(fl.get("errors") or "")),
+            ("processes seen", v["processes_seen"], f"containment: {v['contain']}; {v['attempts_sampled']} "
+                                                    f"attempts seen in task cgroups; drained in {v['drain_s']} s")]
+    for k in ("lost", "doubled", "left_running"):
+        rows.append((k.replace("_", " "), len(v[k]), str(v[k][:10]) if v[k] else ""))
+    rows.append(("false downs", sum(v["false_downs"].values()), str(v["false_downs"] or "")))
+    for what, n, detail in rows:
+        t.add_row(what, str(n), detail)
+    return t
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--topology", default="hypercube:4")
-    ap.add_argument("--gap", type=float, default=0.15, help="mean seconds between two submissions")
+    ap.add_argument("--topology", default="mesh:4x4", help="a mesh (the pattern and MPI jobs ask for submeshes)")
+    ap.add_argument("--gap", type=float, default=0.3, help="mean seconds between two submissions")
     ap.add_argument("--node-kill", type=float, default=4.0, help="mean seconds between two node kills")
+    ap.add_argument("--net-kill", type=float, default=30.0, help="mean seconds between two interconnect kills")
     ap.add_argument("--daemon-kill", type=float, default=40.0, help="seconds between two daemon kills")
     ap.add_argument("--hostile", type=int, default=200, help="hostile frames per burst and socket")
+    ap.add_argument("--flood", type=int, default=1500, help="submits per flood burst (0: no flood); the client's "
+                    "quota is a quarter of it, its rate a fifth of it a second")
+    ap.add_argument("--flood-every", type=float, default=15.0, help="seconds between two flood bursts")
+    ap.add_argument("--hogs", type=int, default=2, help="CPU-bound processes beside the cluster")
     ap.add_argument("--drain", type=float, default=180.0, help="seconds to let the queue empty at the end")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the cluster's home (journal, logs) after a pass")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
+    ap.add_argument("--out", help="write the JSON document here (default: a file in the temporary directory)")
+    for hidden in ("--role", "--endpoint", "--key", "--stop-file"):
+        ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.minutes <= 0 or a.gap <= 0 or a.node_kill <= 0 or a.daemon_kill <= 0:
-        ap.error("--minutes, --gap, --node-kill and --daemon-kill must be > 0")
+    if a.role == "flooder":
+        flooder(a)
+        return 0
+    if min(a.minutes, a.gap, a.node_kill, a.net_kill, a.daemon_kill, a.flood_every) <= 0 or min(a.hogs, a.flood) < 0:
+        ap.error("--minutes, --gap, --node-kill, --net-kill, --daemon-kill and --flood-every must be > 0, "
+                 "--hogs and --flood >= 0")
+    if not a.topology.startswith("mesh:"):
+        ap.error("--topology must be a mesh (mesh:WxH): the pattern and MPI jobs ask for submeshes")
     s = Soak(a)
     try:
         s.start()
         if a.json:
             s.run(lambda now, end: None)
         else:
+            from rich.progress import Progress
+
             with Progress() as bar:
                 task = bar.add_task("soak", total=a.minutes * 60)
                 start = time.monotonic()
                 s.run(lambda now, end: bar.update(task, completed=now - start))
         v = s.finish()
     except BaseException:
+        s.stop_helpers()
         s.record()
         s.mcemu("down")
         for pid in s.left():
@@ -301,27 +534,20 @@ def main(argv=None) -> int:
             except psutil.Error:
                 pass
         raise
-    ok = not v["lost"] and not v["doubled"] and not v["left_running"] and not v["recovery_failures"] \
-        and v["down_exit"] == 0
+    ok = not (v["lost"] or v["doubled"] or v["left_running"] or v["false_downs"] or v["recovery_failures"]
+              or v["down_exit"] or v["flood"].get("errors"))
     if ok and not a.keep:
         shutil.rmtree(s.home, ignore_errors=True)
         v["home"] = None
+    out = Path(a.out or Path(tempfile.gettempdir()) / f"mcemu-soak-{time.strftime('%Y%m%d-%H%M%S')}.json")
+    out.write_text(json.dumps({**v, "ok": ok}, indent=2))
     if a.json:
         print(json.dumps({**v, "ok": ok}, indent=2))
     else:
-        t = Table(title=f"soak: {a.minutes:g} min on {a.topology} ({'OK' if ok else 'FAILED'})", box=None)
-        t.add_column("what")
-        t.add_column("count", justify="right")
-        for k in ("submitted", "acknowledged", "unanswered", "jobs_in_journal", "requeues", "node_kills",
-                  "node_restarts", "daemon_kills", "recoveries", "recovery_failures", "hostile_frames",
-                  "hostile_replies", "raw_garbage", "processes_seen"):
-            t.add_row(k.replace("_", " "), str(v[k]))
-        t.add_row("states", ", ".join(f"{n} {s}" for s, n in sorted(v["states"].items())))
-        for k in ("lost", "doubled", "left_running"):
-            t.add_row(k.replace("_", " "), str(len(v[k])) + (f" {v[k][:10]}" if v[k] else ""))
-        Console().print(t)
-        if v["home"]:
-            print(f"home (journal, logs): {v['home']}")
+        from rich.console import Console
+
+        Console().print(table(v, ok))
+        print(f"JSON: {out}" + (f"; home (journal, logs): {v['home']}" if v["home"] else ""))
     return 0 if ok else 1
 
 
