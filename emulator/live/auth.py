@@ -255,10 +255,11 @@ class Zap:
         return out
 
     def watch(self, kernel, peers: dict, gone) -> None:
-        """Every KEYS_EVERY seconds on ``kernel``: ``gone(ident)`` for each newly revoked peer."""
+        """Every KEYS_EVERY seconds on ``kernel``: ``gone([ident, ...])`` with the newly revoked peers."""
         def look():
-            for ident in self.revoked(peers):
-                gone(ident)
+            idents = self.revoked(peers)
+            if idents:
+                gone(idents)
             kernel.call_at(kernel.now() + KEYS_EVERY, look)
         kernel.call_at(kernel.now() + KEYS_EVERY, look)
 

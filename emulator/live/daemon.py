@@ -244,7 +244,9 @@ class Daemon(ProcessorManager):
             if len(self.peers) > 100_000:  # ids of connections long gone
                 self.peers.clear()
             p = auth.from_frame(frames[-1])
-            self.peers[ident] = self.zap.vet(p) if self.zap is not None else p  # revoked since its handshake?
+            p = self.peers[ident] = self.zap.vet(p) if self.zap is not None else p  # revoked since its handshake?
+            if p.role == "revoked":
+                self.from_nodes.revoked([ident])  # a node's heartbeats must not keep it
         return [ident] + [f.bytes for f in frames[1:]]
 
     def serve(self, ready=None):

@@ -104,13 +104,18 @@ class NodeHandlers:
     # ------------------------------------------------------------------ nodes down
 
     def node_down(self, nr, why: str):
+        if self._out(nr):
+            self._lost(nr, why)
+
+    def _out(self, nr) -> bool:
+        """Node ``nr`` out of service and its connection forgotten; False if it was out already."""
         m = self.m
         if nr.id in m.down:
-            return
+            return False
         t = m._input("node_down", node=nr.id)
         m.registry.detach(nr)
         m._emit_node(nr.id, "down", t)
-        self._lost(nr, why)
+        return True
 
     def _lost(self, nr, why: str):
         """The tasks on node ``nr`` are lost: fault their running jobs. The node forgets them
@@ -148,19 +153,25 @@ class NodeHandlers:
         self.unwatch(nr)
         self.node_down(nr, "left")
 
-    def revoked(self, ident) -> None:
-        """The key of connection ``ident`` was revoked (emulator.live.auth.Zap.revoked): the node
-        it plays is told to stop (an honest agent ends its tasks) and is gone, its jobs requeued;
-        the daemon sends it nothing more (no ``run``, no task secret)."""
-        nr = self.m.by_ident.get(ident)
-        if nr is None:
-            return
-        log.warning("node %d: its key %r was revoked: down", nr.id, nr.principal.name if nr.principal else "?")
-        self.m.outbox.append((ident, P.encode_unchecked("shutdown")))
-        self.unwatch(nr)
-        self.m.registry.detach(nr)  # also when it was down already: no message goes to it again
-        self.node_down(nr, "its key was revoked")
-        nr.principal = None
+    def revoked(self, idents) -> None:
+        """The keys of connections ``idents`` were revoked (emulator.live.auth.Zap.revoked): the
+        nodes they play are told to stop (an honest agent ends its tasks) and are gone, their
+        jobs requeued. All of them are out before any job is requeued, so that none is placed
+        again on a node about to go: the daemon sends them nothing more (no ``run``, no task
+        secret)."""
+        m, gone = self.m, []
+        nrs = [m.by_ident[i] for i in idents if i in m.by_ident]
+        for nr in nrs:
+            log.warning("node %d: its key %r was revoked: down", nr.id, nr.principal.name if nr.principal else "?")
+            m.outbox.append((nr.ident, P.encode_unchecked("shutdown")))
+            self.unwatch(nr)
+            m.registry.detach(nr)
+            nr.principal = None
+        for nr in nrs:
+            if self._out(nr):
+                gone.append(nr)
+        for nr in gone:
+            self._lost(nr, "its key was revoked")
 
     # ------------------------------------------------------------------ watched node processes
 
