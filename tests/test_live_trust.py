@@ -23,6 +23,7 @@ from emulator.live import secret as secretmod
 from emulator.live.auth import Principal
 from emulator.live.client import Client, DaemonError
 from emulator.live.netjobs import Membership
+from test_live_net import _ask, _peer
 from tests.fixtures.stub_daemon import Stub
 
 RING = f"{sys.executable} {Path(__file__).with_name('net_ring_prog.py')}"
@@ -179,13 +180,8 @@ def test_the_zap_handler_hands_the_key_and_binding_to_the_daemon(tmp_path):
 
 # ---------------------------------------------------------------------- real processes
 
-pytestmark_live = pytest.mark.live
-
-
-@pytestmark_live
+@pytest.mark.live
 def test_a_process_without_the_tasks_secret_cannot_claim_its_rank(cluster):
-    from test_live_net import _ask, _peer
-
     cluster.up("--topology", "mesh:2x2", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole")
     c = cluster.client
     # the secret is in the task's environment, cold or warm spawned alike
@@ -239,7 +235,7 @@ def _register(sock, node: int) -> dict:
     return msgpack.unpackb(sock.recv())
 
 
-@pytestmark_live
+@pytest.mark.live
 def test_node_keys_hold_their_ids_and_a_revoked_key_loses_its_open_connections(cluster):
     cluster.mcemu("keys", "init", "--admin", "boss")
     cluster.mcemu("keys", "issue", "rack", "--role", "node", "--nodes", "3")
