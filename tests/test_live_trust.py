@@ -66,9 +66,10 @@ def test_the_task_key_is_made_once_private_and_read_by_whoever_starts_second(tmp
     secretmod._keys.clear()  # another process: reads the same key, makes none
     assert secretmod.cluster_key(tmp_path) == key and [p.name for p in tmp_path.iterdir()] == [secretmod.KEY_FILE]
     (tmp_path / "x").mkdir()
-    (tmp_path / "x" / secretmod.KEY_FILE).write_text("abcd\n")
-    with pytest.raises(ValueError, match="at least 16 random bytes"):
-        secretmod.cluster_key(tmp_path / "x")
+    for bad in ("abcd\n", "not hex at all, but long enough to be a key\n"):
+        (tmp_path / "x" / secretmod.KEY_FILE).write_text(bad)
+        with pytest.raises(ValueError, match="at least 16 random bytes"):
+            secretmod.cluster_key(tmp_path / "x")
 
 
 def test_each_run_message_carries_its_ranks_secret_and_only_that(tmp_path):

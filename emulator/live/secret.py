@@ -43,7 +43,10 @@ def cluster_key(home) -> bytes:
             pass
         finally:
             tmp.unlink(missing_ok=True)
-    key = bytes.fromhex(path.read_text().strip())
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except ValueError:
+        key = b""
     if len(key) < 16:
         raise ValueError(f"{path}: a task key is at least 16 random bytes in hex (remove it to make a new one)")
     _keys[path] = key
