@@ -122,15 +122,13 @@ class Soak:
             except psutil.Error:
                 pass
         live: dict[int, set] = {}
-        for d in contain.base().glob("agent-*/j*.a*.r*") if contain.base() else ():
-            if int(d.parent.name[6:]) not in self.seen:
-                continue  # another cluster's agent
+        for d in self._task_cgroups():
             try:
                 pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
-            except (OSError, ValueError):
+            except (OSError, ValueError):  # ended meanwhile
                 continue
             if pids:
-                job, att = map(int, re.match(r"j(\d+)\.a(\d+)", d.name).groups())
+                job, att = map(int, re.match(r"j(\d+)\.a(\d+)\.", d.name).groups())
                 live.setdefault(job, set()).add(att)
                 self.sampled.add((job, att))
                 for pid in pids:
@@ -139,6 +137,21 @@ class Soak:
                     except psutil.Error:
                         pass
         self.overlaps |= {j for j, atts in live.items() if len(atts) > 1}
+
+    def _task_cgroups(self) -> list[Path]:
+        """The task cgroups of this cluster's agents (nodes.contain: agent-PID/jJOB.aATTEMPT.rRANK);
+        agents and tasks come and go while they are listed."""
+        base, out = contain.base(), []
+        try:
+            agents = [base / a for a in os.listdir(base) if a[6:].isdigit() and int(a[6:]) in self.seen] if base else []
+        except OSError:
+            return []
+        for a in agents:
+            try:
+                out += [a / t for t in os.listdir(a) if re.fullmatch(r"j\d+\.a\d+\.r\d+", t)]
+            except OSError:
+                pass
+        return out
 
     def left(self) -> list[int]:
         return [p.pid for p in still_alive(self.seen)]
