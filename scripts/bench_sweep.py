@@ -1,36 +1,43 @@
 #!/usr/bin/env python3
-"""Simulation runs per second of one reproduction: the local process pool against 1 and 2 local
-Dask workers, and the overhead per run that Dask adds. Prints the method with the figures.
+"""Simulation runs per second of one reproduction: one process, the local process pool, and a real
+Dask cluster of 1 and 2 workers, with the overhead per run each adds. Prints the method with the
+figures; ``--repo`` measures other checkouts in the same run, side by side.
 
-    python scripts/bench_sweep.py                      # lazy-fig4 --quick, 3 rounds
-    python scripts/bench_sweep.py --full --reps 1 --rounds 1   # the full grid, one run per point
+    python scripts/bench_sweep.py                                  # lazy-fig4 --quick, 30 reps/point
+    python scripts/bench_sweep.py --repo /tmp/sweep-old --repo .   # an older tree against this one
+    python scripts/bench_sweep.py --full --reps 1 --rounds 1       # the full grid, one run per point
 
 Method: every configuration runs the same replications (the runner's checkpoints depend only on
-the numbers, never on where runs ran) into a fresh folder, so nothing is resumed. The executor
-is started before the clock and passed to the runner, so the figures are the sweep itself:
-submitting, running, collecting, logging each run to runs.jsonl; the cluster's start-up is
-timed apart. runs/s = replications / wall seconds (best of the rounds). The overhead per run of
-an executor is wall x workers / runs - mean seconds inside a run (the runs' own timing, in
-runs.jsonl): the time a worker spends on a run beyond the simulation itself.
+the numbers, never on where runs ran) into a fresh folder, so nothing is resumed. Each
+measurement is a child process that imports the checkout measured (PYTHONPATH=REPO). For Dask it
+starts a ``dask scheduler`` and N one-thread ``dask worker`` processes on 127.0.0.1 (as
+tests/test_dask.py does) and stops them by PID; their start-up, timed apart, includes importing
+the experiment's module on every worker (the pool's forked processes inherit it). The executor is
+made before the clock and passed to the runner, so the figures are the sweep itself: submitting,
+running, collecting, logging each run to runs.jsonl. runs/s = replications / wall seconds (best of
+the rounds; the rounds, configurations and checkouts are interleaved so that a noisy neighbour
+hits them alike). The overhead per run = wall x workers / runs - mean seconds inside a run (the
+runs' own timing, in runs.jsonl): a worker's time per run beyond the simulation itself. tasks =
+what the runner submitted to the executor (runs / tasks = runs per task).
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import importlib
 import json
 import os
 import platform
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from emulator import experiments  # noqa: E402
-from emulator.experiments.executors import DaskPool, Inline, LocalPool  # noqa: E402
-from emulator.experiments.runner import replicate  # noqa: E402
+HERE = Path(__file__).resolve()
+CONFIGS = {"inline": ("one process", 1), "pool": ("local pool, 2 processes", 2),
+           "dask1": ("Dask, 1 worker", 1), "dask2": ("Dask, 2 workers", 2)}
 
 
 def _cpu() -> str:
@@ -43,75 +50,193 @@ def _cpu() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def one(exp, quick: bool, make, rounds: int) -> dict:
-    best = None
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        ex = make()
-        startup = time.perf_counter() - t0
-        out = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+def _stop(p: subprocess.Popen) -> None:
+    """Stop a process this script started (its own session: it and its children), by its PID."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        if p.poll() is not None:
+            return
         try:
-            t1 = time.perf_counter()
-            res, computed, _, where = replicate(exp, out, quick=quick, progress=False, executor=ex)
-            wall = time.perf_counter() - t1
-            secs = [json.loads(ln)["seconds"] for ln in (out / "runs.jsonl").read_text().splitlines()]
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class LocalDask:
+    """A ``dask scheduler`` and ``n`` one-thread ``dask worker`` processes on 127.0.0.1."""
+
+    def __init__(self, n: int, folder: Path, env: dict):
+        self.procs: list[subprocess.Popen] = []
+        sched = folder / "scheduler.json"
+        t0 = time.perf_counter()
+        self._start(folder, env, "scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                    "--no-dashboard", "--scheduler-file", str(sched))
+        self.address = self._address(sched, time.monotonic() + 60)
+        for i in range(n):
+            self._start(folder, env, f"worker{i}", "worker", self.address, "--nthreads", "1", "--nworkers", "1",
+                        "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}")
+        import distributed
+        client = distributed.Client(self.address, timeout=60)
+        try:
+            client.wait_for_workers(n, timeout=120)
         finally:
-            ex.close()
-            shutil.rmtree(out, ignore_errors=True)
-        r = {"where": where, "workers": ex.workers, "runs": computed, "wall": wall, "startup": startup,
-             "runs_per_s": computed / wall, "mean_run": sum(secs) / len(secs),
-             "overhead_ms": 1000 * (wall * ex.workers / computed - sum(secs) / len(secs))}
-        if best is None or r["wall"] < best["wall"]:
-            best = r
-    return best
+            client.close()
+        self.startup = time.perf_counter() - t0
+
+    def _address(self, sched: Path, deadline: float) -> str:
+        """The scheduler's address, once its file is written whole."""
+        while True:
+            try:
+                return json.loads(sched.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                if time.monotonic() > deadline or self.procs[0].poll() is not None:
+                    raise RuntimeError(f"the Dask scheduler did not start (see {sched.parent})") from None
+                time.sleep(0.05)
+
+    def _start(self, folder, env, name, *args):
+        out = open(folder / f"{name}.log", "w")
+        self.procs.append(subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=out, stderr=subprocess.STDOUT,
+                                           env=env, cwd=folder, start_new_session=True))
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            _stop(p)
+
+
+def measure(config: str, args) -> dict:
+    """One measurement of ``config`` on the checkout imported (the child's side)."""
+    import dataclasses
+
+    from emulator import experiments
+
+    exp = experiments.get(args.experiment)
+    if args.reps:
+        exp = dataclasses.replace(exp, min_reps=args.reps, max_reps=args.reps, quick_reps=args.reps)
+    folder = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    cluster = None
+    try:
+        if config.startswith("dask"):
+            cluster = LocalDask(CONFIGS[config][1], folder, dict(os.environ))
+        return _timed(exp, config, cluster, folder, args)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _timed(exp, config: str, cluster, folder: Path, args) -> dict:
+    from emulator.experiments.executors import DaskPool, Inline, LocalPool
+    from emulator.experiments.runner import replicate
+
+    if cluster is None:
+        ex, startup = (Inline() if config == "inline" else LocalPool(2)), 0.0
+    else:
+        ex, t0 = DaskPool(cluster.address, timeout=60), time.perf_counter()
+    tasks, submit = [0], ex.submit
+
+    def counted(*a):
+        tasks[0] += 1
+        return submit(*a)
+    ex.submit = counted
+    try:
+        if cluster is not None:
+            # a fresh worker imports the simulator at its first task; a forked pool inherits it
+            ex.client.run(importlib.import_module, exp.point.__module__)
+            startup = cluster.startup + time.perf_counter() - t0
+        t1 = time.perf_counter()
+        _, computed, _, where = replicate(exp, folder / "out", quick=not args.full, progress=False, executor=ex)
+        wall = time.perf_counter() - t1
+    finally:
+        ex.close()
+    secs = [json.loads(ln)["seconds"] for ln in (folder / "out" / "runs.jsonl").read_text().splitlines()]
+    mean = sum(secs) / len(secs)
+    return {"where": where, "workers": ex.workers, "runs": computed, "tasks": tasks[0], "wall": wall,
+            "startup": startup, "runs_per_s": computed / wall, "mean_run": mean,
+            "overhead_ms": 1000 * (wall * ex.workers / computed - mean)}
+
+
+def _child(repo: Path, config: str, args) -> dict:
+    """``measure`` in a child process that imports ``repo``; stopped by PID if it outlives its limit."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    cmd = [sys.executable, str(HERE), "--child", config, "--experiment", args.experiment, "--reps", str(args.reps or 0)]
+    p = subprocess.Popen(cmd + (["--full"] if args.full else []), cwd=repo, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=args.limit)
+    except subprocess.TimeoutExpired:
+        _stop(p)  # SIGTERM first: the child stops its Dask processes on the way out
+        raise SystemExit(f"bench_sweep: {config} on {repo} ran past {args.limit} s")
+    if p.returncode != 0:
+        raise SystemExit(f"bench_sweep: {config} on {repo} failed:\n{err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _table(repos: list, best: dict, args) -> None:
+    import dask
+    import distributed
+    first = best[(repos[0], "inline")]
+    reps = f", {args.reps} replications per point" if args.reps else ""
+    print(f"mcemu bench_sweep: {args.experiment}{'' if args.full else ' --quick'}{reps}, {first['runs']} simulation "
+          f"runs, best of {args.rounds}")
+    print(f"machine: {_cpu()}, {os.cpu_count()} cores; Python {platform.python_version()}, dask {dask.__version__}, "
+          f"distributed {distributed.__version__}")
+    for i, r in enumerate(repos):
+        print(f"[{i}] {r}")
+    cols = "".join(f"{f'[{i}] runs/s':>12}{'tasks':>7}{'run ms':>8}{'ovh/run ms':>12}" for i in range(len(repos)))
+    print(f"{'executor':<26}{'start-up s':>11}{cols}")
+    for cfg, (name, _) in CONFIGS.items():
+        row = "".join(f"{best[(r, cfg)]['runs_per_s']:>12.1f}{best[(r, cfg)]['tasks']:>7}"
+                      f"{1000 * best[(r, cfg)]['mean_run']:>8.2f}{best[(r, cfg)]['overhead_ms']:>12.2f}" for r in repos)
+        print(f"{name:<26}{best[(repos[-1], cfg)]['startup']:>11.2f}{row}")
+    print("\n" + __doc__.split("\n\n", 2)[2].strip())
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--experiment", default="lazy-fig4")
     ap.add_argument("--full", action="store_true", help="the full reproduction (default: its --quick form)")
-    ap.add_argument("--reps", type=int, default=None, metavar="K",
-                    help="exactly K replications per point instead of the stopping rule (with --full: the "
-                         "full grid's runs, minutes rather than the hour of the full reproduction)")
+    ap.add_argument("--reps", type=int, default=30, metavar="K",
+                    help="exactly K replications per point (default 30: the quick grid's short runs, 480 of "
+                         "them; 0: the experiment's own stopping rule)")
     ap.add_argument("--rounds", type=int, default=3, help="best of this many (default 3)")
+    ap.add_argument("--repo", action="append", type=Path, metavar="DIR",
+                    help="a checkout to measure (repeat for several, side by side; default this one)")
+    ap.add_argument("--limit", type=float, default=600, help="seconds one measurement may take (default 600)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", choices=sorted(CONFIGS), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.reps < 0:
+        ap.error("--reps must be >= 0")
+    if args.child:
+        print(json.dumps(measure(args.child, args)))
+        return 0
     try:
-        import dask
-        import distributed
+        import distributed  # noqa: F401
     except ImportError:
         print("bench_sweep: needs Dask: pip install 'mcemu[dask]'", file=sys.stderr)
         return 2
-    exp = experiments.get(args.experiment)
-    quick = not args.full
-    if args.reps is not None:
-        if args.reps < 1:
-            ap.error("--reps must be >= 1")
-        exp = dataclasses.replace(exp, min_reps=args.reps, max_reps=args.reps, quick_reps=args.reps)
-    configs = [("local, 1 process", lambda: Inline()), ("local pool, 2 processes", lambda: LocalPool(2)),
-               ("Dask, 1 local worker", lambda: DaskPool("local:1")),
-               ("Dask, 2 local workers", lambda: DaskPool("local:2"))]
-    rows = [(name, one(exp, quick, make, args.rounds)) for name, make in configs]
+    repos = [r.resolve() for r in (args.repo or [HERE.parents[1]])]
+    for r in repos:
+        if not (r / "emulator" / "experiments" / "runner.py").is_file():
+            ap.error(f"--repo {r}: not an mcemu checkout")
+    best: dict = {}
+    for _ in range(args.rounds):
+        for cfg in CONFIGS:
+            for r in repos:
+                m = _child(r, cfg, args)
+                if (r, cfg) not in best or m["wall"] < best[(r, cfg)]["wall"]:
+                    best[(r, cfg)] = m
     if args.json:
-        print(json.dumps({name: r for name, r in rows}, indent=1))
-        return 0
-    reps = f", {args.reps} replication(s) per point" if args.reps else ""
-    print(f"mcemu bench_sweep: {exp.name}{'' if args.full else ' --quick'}{reps}, {rows[0][1]['runs']} simulation "
-          f"runs, best of {args.rounds}")
-    print(f"machine: {_cpu()}, {os.cpu_count()} cores; Python {platform.python_version()}, dask {dask.__version__}, "
-          f"distributed {distributed.__version__}")
-    print(f"{'executor':<26}{'runs/s':>9}{'wall s':>9}{'start-up s':>12}{'run s (mean)':>14}{'overhead/run ms':>17}")
-    for name, r in rows:
-        print(f"{name:<26}{r['runs_per_s']:>9.1f}{r['wall']:>9.2f}{r['startup']:>12.2f}{r['mean_run']:>14.4f}"
-              f"{r['overhead_ms']:>17.2f}")
-    base = dict(rows)
-    for k, ref in (("Dask, 1 local worker", "local, 1 process"), ("Dask, 2 local workers", "local pool, 2 processes")):
-        extra = (base[k]["wall"] - base[ref]["wall"]) / base[k]["runs"] * 1000
-        print(f"Dask over {ref}: {extra:+.2f} ms per run of wall time "
-              f"({base[k]['runs_per_s'] / base[ref]['runs_per_s']:.2f}x the runs/s)")
-    print("\n" + __doc__.split("\n\n", 2)[2].strip())
+        print(json.dumps({str(r): {cfg: best[(r, cfg)] for cfg in CONFIGS} for r in repos}, indent=1))
+    else:
+        _table(repos, best, args)
     return 0
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a child stopped by the parent stops its cluster
     sys.exit(main())

@@ -1,7 +1,7 @@
 """Replications on Dask: a real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1
 (free ports, stopped by PID), ``mcemu reproduce lazy-fig4 --quick --dask tcp://...`` against a
-local run (identical results.csv), a worker killed mid-sweep (same CSV), resume, and the one-line
-errors."""
+local run (identical results.csv), short runs batched in a task, a worker killed mid-sweep (same
+CSV), resume, and the one-line errors."""
 from __future__ import annotations
 
 import os
@@ -78,6 +78,25 @@ def _lines(path: Path) -> int:
         return len(path.read_text().splitlines())
     except FileNotFoundError:
         return 0
+
+
+def test_dask_batches_short_runs(cluster, tmp_path):
+    """A sweep of short runs on the cluster: several runs to a task, the numbers of one process."""
+    from emulator.experiments.executors import DaskPool, Inline
+    from emulator.sweep import Sweep, run_sweep
+
+    sweep = Sweep.from_dict({"name": "b", "topology": "hypercube:5", "scheduler": ["fcfs", "lazy"],
+                             "load": [0.3, 0.7], "time": 150, "seeds": 8})
+    one = run_sweep(sweep, tmp_path / "one", executor=Inline(), progress=False)
+    pool = DaskPool(cluster[0], timeout=30)
+    tasks, submit = [], pool.submit
+    pool.submit = lambda fn, *args: tasks.append(len(args[1])) or submit(fn, *args)
+    try:
+        run_sweep(sweep, tmp_path / "dask", executor=pool, progress=False)
+    finally:
+        pool.close()
+    assert sum(tasks) == one["replications_computed"] == 32 and len(tasks) < 32 and max(tasks) > 1
+    assert (tmp_path / "dask" / "b" / "results.csv").read_text() == (tmp_path / "one" / "b" / "results.csv").read_text()
 
 
 def test_dask_matches_local_and_survives_a_dead_worker(cluster, tmp_path):

@@ -1,18 +1,25 @@
 """``mcemu sweep``: a TOML grid of 2 disciplines x 3 loads x 3 seeds writes the CSV, the figure and
 the report; flags give the same sweep; resume; the CI stopping rule; explicit seeds; gang and
-trace sweeps; malformed TOML and unknown policies are one-line errors before any run."""
+trace sweeps; malformed TOML and unknown policies are one-line errors before any run; runs in
+batches (the same numbers as one at a time, resumed after an interruption mid-batch, their sizes)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import math
 import sys
+from collections import deque
 from pathlib import Path
 
 import pytest
 
 from emulator.cli import main
+from emulator.experiments.executors import MAX_BATCH, Batcher, Inline, LocalPool
+from emulator.experiments.runner import replicate
 from emulator.sim import swf
-from emulator.sweep import Sweep, SweepError
+from emulator.sweep import Sweep, SweepError, run_sweep
+from emulator.sweep.output import experiment
 from emulator.sweep.point import scaled_jobs
 
 GRID = """\
@@ -181,3 +188,111 @@ def test_dask_not_installed_is_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "pip install 'mcemu[dask]'" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- batches of runs in one task
+
+BATCHED = {"name": "b", "topology": "hypercube:5", "scheduler": ["fcfs", "lazy"], "load": [0.3, 0.7], "time": 150}
+
+
+class _Batching(Inline):
+    """In this process, but batching as a pool of two would; remembers each task's size."""
+
+    workers = 2
+
+    def __init__(self, batch_s=0.05):
+        self.batch_s, self.tasks = batch_s, []
+
+    def submit(self, fn, *args):
+        self.tasks.append(len(args[1]))
+        return super().submit(fn, *args)
+
+
+def _runs(path: Path) -> dict:
+    out = {}
+    for ln in path.read_text().splitlines():
+        r = json.loads(ln)
+        assert (r["key"], r["rep"]) not in out, "a replication logged twice"
+        out[(r["key"], r["rep"])] = (r["seed"], r["metrics"])
+    return out
+
+
+def test_batches_give_the_numbers_of_single_runs(tmp_path):
+    """The CI rule (later checkpoints claim more runs) on one process, in batches, and on a real
+    pool of two processes: the same runs, seeds and numbers."""
+    sweep = Sweep.from_dict({**BATCHED, "precision": 0.1, "min_reps": 3, "max_reps": 10})
+    one = run_sweep(sweep, tmp_path / "one", executor=Inline(), progress=False)
+    batching = _Batching()
+    run_sweep(sweep, tmp_path / "batched", executor=batching, progress=False)
+    pool = LocalPool(2)
+    try:
+        run_sweep(sweep, tmp_path / "pool", executor=pool, progress=False)
+    finally:
+        pool.close()
+    runs = one["replications_computed"]
+    assert sum(batching.tasks) == runs and max(batching.tasks) > 1 and len(batching.tasks) < runs
+    for other in ("batched", "pool"):
+        assert _runs(tmp_path / other / "b" / "runs.jsonl") == _runs(tmp_path / "one" / "b" / "runs.jsonl")
+        assert (tmp_path / other / "b" / "results.csv").read_text() == (tmp_path / "one" / "b" / "results.csv").read_text()
+
+
+def _stopping(point, after, error):
+    calls = [0]
+
+    def run(params, seed):
+        calls[0] += 1
+        if calls[0] > after:
+            raise error
+        return point(params, seed)
+    return run, calls
+
+
+def test_a_sweep_interrupted_mid_batch_resumes(tmp_path):
+    sweep = Sweep.from_dict({**BATCHED, "seeds": 6})
+    ref = run_sweep(sweep, tmp_path / "ref", executor=Inline(), progress=False)
+    total = ref["replications_computed"]
+    # a long target: after the first runs (one per task, to time them) the rest is one batch
+    exp = experiment(sweep)
+    point, calls = _stopping(exp.point, 10, KeyboardInterrupt())
+    batching = _Batching(batch_s=10.0)
+    with pytest.raises(KeyboardInterrupt):
+        replicate(dataclasses.replace(exp, point=point), tmp_path / "out" / "b", progress=False, executor=batching)
+    logged = len((tmp_path / "out" / "b" / "runs.jsonl").read_text().splitlines())
+    assert batching.tasks[:4] == [1, 1, 1, 1] and max(batching.tasks) > 6
+    assert 0 < logged < calls[0] - 1  # runs of the batch cut short were done, and are not logged
+    again = run_sweep(sweep, tmp_path / "out", executor=_Batching(), progress=False)
+    assert again["replications_computed"] == total - logged
+    assert _runs(tmp_path / "out" / "b" / "runs.jsonl") == _runs(tmp_path / "ref" / "b" / "runs.jsonl")
+    assert (tmp_path / "out" / "b" / "results.csv").read_text() == (tmp_path / "ref" / "b" / "results.csv").read_text()
+
+
+def test_a_run_that_fails_mid_batch_keeps_the_runs_before_it(tmp_path):
+    exp = experiment(Sweep.from_dict({**BATCHED, "seeds": 6}))
+    point, _ = _stopping(exp.point, 9, ValueError("bad point"))
+    batching = _Batching(batch_s=10.0)
+    with pytest.raises(ValueError, match="bad point"):
+        replicate(dataclasses.replace(exp, point=point), tmp_path / "b", progress=False, executor=batching)
+    assert max(batching.tasks) > 6  # the failure came inside a batch
+    assert len((tmp_path / "b" / "runs.jsonl").read_text().splitlines()) == 9
+
+
+def test_batch_sizes():
+    q = deque(("a", r) for r in range(1000))
+    b = Batcher(0.5, workers=2)
+    assert b.in_flight == 4
+    assert b.take(q) == [("a", 0)]  # nothing timed yet: one run, to time it
+    b.observe("a", 0.01)
+    assert len(b.take(q)) == 50  # 0.5 s of 10 ms runs
+    q = deque(("a", r) for r in range(40))
+    assert len(b.take(q)) == 10  # 0.4 s queued over 2 workers x SPREAD 2: a quarter of it
+    q = deque(("a", r) for r in range(8))
+    assert len(b.take(q)) == 8  # under the floor (0.1 s): the rest in one
+    b.observe("slow", 0.1)
+    q = deque([("new", 0), ("new", 1)] + [("a", r) for r in range(100)])
+    assert b.take(q) == [("new", 0), ("new", 1)] + [("a", r) for r in range(30)]  # unseen: as the slowest
+    b.observe("fast", 0.0)
+    assert len(b.take(deque(("fast", r) for r in range(5000)))) == MAX_BATCH
+    single = Batcher(0.0, workers=4)
+    assert single.in_flight == math.inf
+    single.observe("a", 0.001)
+    assert single.take(deque([("a", 0), ("a", 1)])) == [("a", 0)]

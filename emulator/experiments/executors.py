@@ -6,6 +6,13 @@ cluster. Each is the same small interface, so the runner (``runner.replicate``) 
     ex.lost(exc)         -> whether the run was lost with its worker (submit it again)
     ex.close(cancel)     ex.workers (how many run at once, for the progress line)
     ex.describe()        one line for the report
+    ex.batch_s           the seconds of runs one task should carry (0: one run per task)
+
+A task costs the pool or the cluster a few milliseconds whatever it does (submitting, the
+scheduler's bookkeeping, results coming back); many short runs would spend as long in that as in
+the simulation. So the runner hands an executor batches of runs (:class:`Batcher`): as many runs as
+fill about ``batch_s`` seconds by the run times seen so far, fewer towards the end of the queue so
+that every worker still gets a share.
 
 :func:`make_executor` picks one from ``--jobs`` and ``--dask``. Dask (``dask[distributed]``,
 the optional extra ``mcemu[dask]``) is imported only when ``--dask`` is given. ``--dask
@@ -19,12 +26,17 @@ submitted again by the runner (up to :data:`RESUBMITS` times).
 from __future__ import annotations
 
 import logging
+import math
 import os
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from emulator.experiments.experiment import ReproduceError
 
 RESUBMITS = 3
+POOL_BATCH_S = 0.05  # a process pool's task costs ~0.3 ms: 50 ms of runs make it < 1 %
+DASK_BATCH_S = 0.5  # a Dask task costs several ms: 0.5 s makes it ~1 %, and a lost worker costs little
+MAX_BATCH = 1000  # runs in one task, whatever their estimate (a bound on a lost task's cost)
 DASK_HINT = "--dask needs Dask: pip install 'mcemu[dask]' (or: pip install 'dask[distributed]')"
 
 
@@ -33,6 +45,7 @@ class Inline:
     waits for it, so every finished one is logged before the next starts."""
 
     workers = 1
+    batch_s = 0.0  # each run logged as it ends: nothing to amortize in-process
 
     class _Run:
         __slots__ = ("fn", "args", "value", "error")
@@ -69,6 +82,8 @@ class Inline:
 class LocalPool:
     """A local process pool of ``workers`` processes."""
 
+    batch_s = POOL_BATCH_S
+
     def __init__(self, workers: int):
         self.workers = workers
         self.pool = ProcessPoolExecutor(max_workers=workers)
@@ -94,6 +109,8 @@ class LocalPool:
 
 class DaskPool:
     """A Dask cluster: ``address`` is a scheduler address or ``local:N``."""
+
+    batch_s = DASK_BATCH_S
 
     def __init__(self, address: str, timeout: float = 10.0):
         try:
@@ -153,6 +170,57 @@ class DaskPool:
         return f"{where}, {self.workers} workers"
 
 
+class Batcher:
+    """Takes runs from the front of the runner's queue, ``(key, rep)`` pairs, in batches of about
+    ``target`` seconds: a run's length is guessed from the runs of its point timed so far (of an
+    unseen point, the longest point mean seen: a batch rather too short than too long). Until any
+    run has been timed, a batch is one run, and only ``in_flight`` tasks are out at once, so
+    the first results size the later batches. A batch also stays under the queued work's share
+    per worker (/ :data:`SPREAD`), so the last batches do not leave a worker idle, down to
+    :data:`FLOOR` of the target (smaller ones would cost more in tasks than they save at the end)."""
+
+    SPREAD = 2
+    FLOOR = 0.2
+
+    def __init__(self, target: float, workers: int):
+        self.target, self.workers = float(target), max(1, int(workers))
+        # not batching: everything out at once, as an executor without batches always did
+        self.in_flight = 2 * self.workers if self.target > 0 else math.inf
+        self._sum: dict = {}  # key -> (seconds, runs)
+        self._all = [0.0, 0]
+
+    def observe(self, key, seconds: float) -> None:
+        t, n = self._sum.get(key, (0.0, 0))
+        self._sum[key] = (t + seconds, n + 1)
+        self._all[0] += seconds
+        self._all[1] += 1
+
+    def estimate(self, key) -> float | None:
+        """Seconds of one run of ``key`` (None before any run is timed)."""
+        if key in self._sum:
+            t, n = self._sum[key]
+            return t / n
+        return max((t / n for t, n in self._sum.values()), default=None)
+
+    def take(self, queue: deque) -> list:
+        """The next batch, popped from ``queue`` (at least one run)."""
+        first = queue.popleft()
+        est = self.estimate(first[0])
+        if self.target <= 0 or est is None:
+            return [first]
+        mean = self._all[0] / self._all[1]
+        share = (len(queue) + 1) * mean / (self.workers * self.SPREAD)
+        budget = min(self.target, max(self.FLOOR * self.target, share))
+        batch, used = [first], est
+        while queue and len(batch) < MAX_BATCH:
+            nxt = self.estimate(queue[0][0])
+            if used + nxt > budget * (1 + 1e-9):  # 50 runs of 10 ms fill 0.5 s, rounding aside
+                break
+            batch.append(queue.popleft())
+            used += nxt
+        return batch
+
+
 def _local_workers(address: str) -> int:
     _, _, n = address.partition(":")
     if not n:
@@ -184,4 +252,4 @@ def make_executor(jobs: int | None = None, dask: str | None = None, dask_timeout
     return Inline() if n == 1 else LocalPool(n)
 
 
-__all__ = ["DaskPool", "Inline", "LocalPool", "RESUBMITS", "check_dask_address", "make_executor"]
+__all__ = ["Batcher", "DaskPool", "Inline", "LocalPool", "RESUBMITS", "check_dask_address", "make_executor"]

@@ -15,11 +15,13 @@ it by reference). The runner:
   replications of one point are independent, and the policies of one figure are compared
   on identical job streams (common random numbers), which sharpens every comparison;
 * spreads the runs over an executor (:mod:`.executors`: a local process pool of ``jobs``
-  workers, default every core, or a Dask cluster with ``dask``), shows a Rich progress bar
-  that follows the finished runs on a terminal, submits again a run lost with a dead worker,
-  and appends each finished replication to ``DIR/NAME/runs.jsonl``
-  at once, so an interrupted run resumes where it stopped: a replication is identified by
-  the point's parameters and its index and is never recomputed;
+  workers, default every core, or a Dask cluster with ``dask``), short runs several to a task
+  so that a task's own cost stays small next to its runs (:class:`.executors.Batcher`), shows
+  a Rich progress bar that follows the finished runs on a terminal, submits again a run lost
+  with a dead worker, and appends each finished replication to ``DIR/NAME/runs.jsonl`` as its
+  batch ends, so an interrupted run resumes where it stopped (losing at most the batches in
+  flight): a replication is identified by the point's parameters and its index and is never
+  recomputed;
 * writes ``results.csv`` (one row per point and metric: parameters, mean, CI half-width,
   replications, capped), ``results.json``, ``figure.png`` and ``REPORT.md`` (the paper's claim,
   our numbers, a verdict computed by the experiment's own check, the settings used).
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from pathlib import Path
 
 from rich.console import Console
@@ -43,7 +45,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from emulator.experiments.experiment import (  # noqa: F401 - importable from the runner, as before the split
     Check, Experiment, Panel, PointResult, ReproduceError, Results, _hashable, _match, _sort_key, fmt,
 )
-from emulator.experiments.executors import RESUBMITS, make_executor
+from emulator.experiments.executors import RESUBMITS, Batcher, make_executor
 from emulator.experiments.plan import Plan
 from emulator.experiments.plot import plot
 from emulator.experiments.report import (  # noqa: F401
@@ -69,9 +71,31 @@ def _load_runs(path: Path) -> dict:
     return done
 
 
-def _call(point, params, seed):
-    t0 = time.perf_counter()
-    return point(params, seed), time.perf_counter() - t0
+def _call_batch(point, runs):
+    """Run ``runs`` ([(params, seed)]) one after the other where the executor put them: one task
+    for many short runs. Returns [(metrics, seconds)]. A run that raises ends the batch; its
+    exception carries the runs done before it (``runs_done``), so they are logged all the same."""
+    out = []
+    for params, seed in runs:
+        t0 = time.perf_counter()
+        try:
+            metrics = point(params, seed)
+        except Exception as e:
+            try:
+                e.runs_done = out  # pickled with the exception (its __dict__) from a worker
+            except AttributeError:
+                pass
+            raise
+        out.append((metrics, time.perf_counter() - t0))
+    return out
+
+
+def _outcome(ex, handle) -> tuple[list, Exception | None]:
+    """(the runs a task finished, the error that ended it or None)."""
+    try:
+        return ex.outcome(handle), None
+    except Exception as e:  # noqa: BLE001 - the caller decides: resubmit (lost) or raise
+        return list(getattr(e, "runs_done", ())), e
 
 
 def seed_of(exp: Experiment, rep: int) -> int:
@@ -82,39 +106,41 @@ def seed_of(exp: Experiment, rep: int) -> int:
 
 
 def _replicate(plan: Plan, log, ex, bar, task) -> int:
-    """Run replications on executor ``ex`` until every point meets its stopping rule,
-    appending each to ``log`` as it finishes; returns how many were computed."""
+    """Run replications on executor ``ex`` until every point meets its stopping rule, in
+    batches (executors.Batcher), appending each to ``log`` as its batch finishes; returns how
+    many were computed."""
     exp = plan.exp
-    queue: list[tuple[str, int]] = []
-    for k in plan.keys:
-        queue.extend((k, r) for r in plan.claim(k))
+    batcher = Batcher(getattr(ex, "batch_s", 0.0), ex.workers)
+    queue: deque = deque((k, r) for k in plan.keys for r in plan.claim(k))
     submitted, computed = len(queue), 0
     bar.update(task, total=submitted)
     pending: dict = {}
     lost: dict = defaultdict(int)
 
     while queue or pending:
-        while queue:
-            k, r = queue.pop(0)
-            pending[ex.submit(_call, exp.point, plan.by_key[k], seed_of(exp, r))] = (k, r)
+        while queue and len(pending) < batcher.in_flight:
+            runs = batcher.take(queue)
+            pending[ex.submit(_call_batch, exp.point, [(plan.by_key[k], seed_of(exp, r)) for k, r in runs])] = runs
         for f in ex.wait(pending):
-            k, r = pending.pop(f)
-            try:
-                metrics, secs = ex.outcome(f)
-            except Exception as e:  # noqa: BLE001 - only a run lost with its worker is retried
-                if not ex.lost(e) or lost[(k, r)] >= RESUBMITS:
-                    raise
-                lost[(k, r)] += 1
-                queue.append((k, r))  # its worker died: the same replication (same seed) again
-                continue
-            plan.record(k, r, metrics)
-            log.write(json.dumps({"key": k, "rep": r, "seed": seed_of(exp, r),
-                                  "seconds": round(secs, 4), "metrics": metrics}) + "\n")
+            runs = pending.pop(f)
+            done, error = _outcome(ex, f)
+            for (k, r), (metrics, secs) in zip(runs, done):
+                plan.record(k, r, metrics)
+                batcher.observe(k, secs)
+                log.write(json.dumps({"key": k, "rep": r, "seed": seed_of(exp, r),
+                                      "seconds": round(secs, 4), "metrics": metrics}) + "\n")
+                more = plan.claim(k)
+                queue.extend((k, m) for m in more)
+                submitted += len(more)
             log.flush()
-            computed += 1
-            more = plan.claim(k)
-            queue.extend((k, m) for m in more)
-            submitted += len(more)
+            computed += len(done)
+            if error is not None:
+                rest = runs[len(done):]
+                if not ex.lost(error) or any(lost[x] >= RESUBMITS for x in rest):
+                    raise error
+                for x in rest:  # lost with its worker: the same replications (same seeds) again
+                    lost[x] += 1
+                    queue.append(x)
         bar.update(task, total=submitted, completed=computed,
                    points=f"{plan.finished_points()}/{len(plan.keys)}")
     return computed
