@@ -150,14 +150,35 @@ def test_process_pool_matches_serial(tmp_path):
     ((False, False, False), "disagree"),
     ((True, False), "partly agree"),
     ((False, False, True), "partly agree"),
-    ((1, 0, "yes"), "partly agree"),  # truthy values count as held
+    (("inconclusive", "inconclusive"), "inconclusive"),  # nothing decided
+    ((True, "inconclusive"), "partly agree"),  # a tie is not a win
+    ((False, "inconclusive"), "disagree"),  # nor a loss, but nothing held
+    (("holds", "fails", "inconclusive"), "partly agree"),
 ])
 def test_verdict_is_computed_from_the_checks(outcomes, verdict):
     c = Check()
     for i, ok in enumerate(outcomes):
-        assert c(ok, f"claim {i}") is bool(ok)
-    assert c.items == [(bool(ok), f"claim {i}") for i, ok in enumerate(outcomes)]
+        assert c(ok, f"claim {i}") is (ok is True or ok == "holds")
+    c.sensitivity(False, "another reading")  # shown, never scored
+    c.note("not informative", "identical by construction")
+    assert c.items == [(ok is True or ok == "holds", f"claim {i}") for i, ok in enumerate(outcomes)]
     assert c.verdict == verdict
+    assert sum(c.counts.values()) == len(outcomes)
+
+
+def test_ties_are_inconclusive_everywhere():
+    from emulator.experiments.verdict import Est, close, greater, less, not_more, within
+    a, b = Est(6.685, 1.11), Est(6.652, 1.11)  # lazy-table1's FCFS vs scan at load 0.1
+    assert greater(a, b) == less(b, a) == not_more(b, a) == "inconclusive"
+    assert greater(Est(10, 1), Est(5, 1)) == "holds" and greater(Est(5, 1), Est(10, 1)) == "fails"
+    assert within(Est(0.01, 0.001), 0.02) == "holds" and within(Est(0.05, 0.001), 0.02) == "fails"
+    assert within(Est(0.01, 0.05), 0.02) == "inconclusive"
+    assert close(Est(100), Est(95), 0.1) == "holds" and close(Est(200), Est(100), 0.1) == "fails"
+
+
+def test_a_tolerance_needs_its_reason():
+    with pytest.raises(ValueError, match="reason"):
+        Check()(True, "x within 10%", tol="10%")
 
 
 def doubling_point(params, seed):
@@ -178,9 +199,9 @@ def _claims(name, claims):
 
 
 def check_block(report: str) -> list[str]:
-    """REPORT.md from the first line after "## Check" to the verdict line."""
+    """REPORT.md from the first sub-claim after "## Check" (and its policy line) to the verdict line."""
     lines = report.splitlines()
-    start = lines.index("## Check") + 2
+    start = lines.index("## Check") + 4
     end = next(i for i, ln in enumerate(lines) if ln.startswith("**Verdict: "))
     return lines[start:end + 1]
 
@@ -188,18 +209,19 @@ def check_block(report: str) -> list[str]:
 @pytest.mark.parametrize("claims, verdict, lines", [
     ([(1, 2.0, "y is 2 at 1"), (2, 4.0, "y is 4 at 2")], "agree",
      ["- [x] holds: y is 2 at 1", "- [x] holds: y is 4 at 2", "",
-      "**Verdict: agree** (2 of 2 sub-claims hold on our numbers)."]),
+      "**Verdict: agree** (2 hold, 0 fail, 0 inconclusive of 2 sub-claims)."]),
     ([(1, 2.0, "y is 2 at 1"), (2, 5.0, "y is 5 at 2")], "partly agree",
      ["- [x] holds: y is 2 at 1", "- [ ] does not hold: y is 5 at 2", "",
-      "**Verdict: partly agree** (1 of 2 sub-claims hold on our numbers)."]),
+      "**Verdict: partly agree** (1 hold, 1 fail, 0 inconclusive of 2 sub-claims)."]),
     ([(1, 3.0, "y is 3 at 1"), (2, 5.0, "y is 5 at 2")], "disagree",
      ["- [ ] does not hold: y is 3 at 1", "- [ ] does not hold: y is 5 at 2", "",
-      "**Verdict: disagree** (0 of 2 sub-claims hold on our numbers)."]),
+      "**Verdict: disagree** (0 hold, 2 fail, 0 inconclusive of 2 sub-claims)."]),
 ])
 def test_verdict_and_report_follow_known_checks(tmp_path, claims, verdict, lines):
     s = run_experiment(_claims("claims", claims), tmp_path, jobs=1, progress=False)
     assert s["verdict"] == verdict
-    assert s["checks"] == [{"holds": ln.startswith("- [x]"), "claim": t} for ln, (_, _, t) in zip(lines, claims)]
+    assert [{k: c[k] for k in ("holds", "claim")} for c in s["checks"]] == [
+        {"holds": ln.startswith("- [x]"), "claim": t} for ln, (_, _, t) in zip(lines, claims)]
     assert json.loads((tmp_path / "claims" / "results.json").read_text())["verdict"] == verdict
     assert check_block((tmp_path / "claims" / "REPORT.md").read_text()) == lines
 
@@ -211,12 +233,15 @@ def assert_verdict_follows_the_checks(summary: dict, report: str) -> None:
     assert checks, "an experiment must check at least one sub-claim"
     again = Check()
     for c in checks:
-        again(c["holds"], c["claim"])
+        {"claim": again, "sensitivity": again.sensitivity}.get(c["role"], lambda o, t: again.note(o, t))(
+            c["outcome"], c["claim"])
     assert summary["verdict"] == again.verdict
-    held = sum(c["holds"] for c in checks)
-    assert check_block(report) == [
-        *(f"- [x] holds: {c['claim']}" if c["holds"] else f"- [ ] does not hold: {c['claim']}" for c in checks),
-        "", f"**Verdict: {summary['verdict']}** ({held} of {len(checks)} sub-claims hold on our numbers)."]
+    assert summary["counts"] == again.counts
+    block = check_block(report)
+    assert len(block) == len(checks) + 2 and block[-1].startswith(f"**Verdict: {summary['verdict']}** (")
+    for line, c in zip(block, checks):
+        assert c["claim"] in line and (line.startswith("- [x] holds: ") == (c["outcome"] == "holds"
+                                                                           and c["role"] == "claim"))
 
 
 # ------------------------------------------------------------------ CLI
@@ -269,8 +294,9 @@ def test_quick_form_outputs(name, tmp_path):
     cols = list(rows[0])
     assert cols[-len(CSV_TAIL):] == CSV_TAIL
     npoints = len(exp.grid(True))
-    assert len(rows) == npoints * len(exp.metrics)
-    assert {r["metric"] for r in rows} == set(exp.metrics)
+    # every metric a point has (a check may read any), the plotted ones at least
+    assert len(rows) >= npoints * len(exp.metrics)
+    assert {r["metric"] for r in rows} >= set(exp.metrics)
     for r in rows:
         float(r["mean"]), float(r["ci95"])
         assert int(r["replications"]) >= 1 and r["capped"] in ("0", "1")
@@ -285,3 +311,7 @@ def test_quick_form_outputs(name, tmp_path):
     assert len(verdicts) == 1
     assert_verdict_follows_the_checks(s, report)
     assert (out / "runs.jsonl").exists()
+    from emulator.experiments.rerender import load_results  # the verdict from results.csv alone
+
+    again = exp.check(load_results(exp, out, quick=True))
+    assert (again.verdict, again.counts) == (s["verdict"], s["counts"])

@@ -221,8 +221,8 @@ class Sub:
 
 
 def as_outcome(v) -> str:
-    if isinstance(v, bool) or v is None or isinstance(v, (int,)):
-        return HOLDS if v else FAILS
+    if not isinstance(v, str):  # an exact claim (bool, numpy bool) on a deterministic result
+        return HOLDS if bool(v) else FAILS
     if v in SCORED or v in (NOT_INFORMATIVE, SATURATED):
         return v
     raise ValueError(f"not an outcome: {v!r}")
