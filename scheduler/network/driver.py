@@ -41,7 +41,7 @@ import math
 from heapq import heappop, heappush
 
 from scheduler.network.stats import MessageStats
-from scheduler.network.wormhole import INF, Delivery, Wormhole
+from scheduler.network.wormhole import INF, Delivery, Wormhole, tags_of
 
 _HUGE = 1e300  # a time this far out is no time: `before` of it is INF
 
@@ -128,6 +128,20 @@ class NetworkDriver:
         net = self.net
         at = self.clock.flits(t)
         net.send(src, dst, at if at > net.now else net.now, tag, length, order)
+
+    def withdraw(self, tags, t: float | None = None, cut: bool = True) -> list:
+        """Take the messages tagged ``tags`` out of the model (Wormhole.withdraw: those without a
+        channel, and with ``cut`` those whose header is on its way; their channels go to their
+        waiters now), after running it to the caller's time ``t`` (default: where it is).
+        Returns the tags taken: none of them ever comes out of :meth:`due`. Every other
+        message of ``tags`` does: its header had reached its destination (its delivery is
+        certain, maybe already queued here), or with ``cut=False`` it was past its first channel."""
+        tags = tags_of(tags)  # refused before the model moves: bad input changes nothing
+        if t is not None:
+            self.advance(t)
+        taken: list = []
+        self.net.withdraw(tags, taken, cut)
+        return taken
 
     def advance(self, t: float) -> int:
         """Run the model to the caller's time ``t``; the deliveries it makes certain (their

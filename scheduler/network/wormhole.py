@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import Iterable, NamedTuple
 
 from scheduler.network.channels import Channels
@@ -58,6 +58,16 @@ _INJECT, _GRANT = 0, 1
 class NetworkError(ValueError):
     """Bad input to the network model: a node outside the machine, a time in the past, a
     non-positive message length."""
+
+
+def tags_of(tags) -> frozenset:
+    """``tags`` (an iterable of message tags) as a set, or a NetworkError."""
+    if isinstance(tags, (str, bytes)):  # one tag, not its characters
+        raise NetworkError(f"withdraw takes a collection of tags, not the string {tags!r}")
+    try:
+        return frozenset(tags)
+    except TypeError as e:
+        raise NetworkError(f"withdraw takes a collection of hashable tags: {e}") from None
 
 
 class Delivery(NamedTuple):
@@ -103,6 +113,7 @@ class Wormhole:
         self.in_flight = 0
         self.sent = 0
         self.delivered = 0
+        self.withdrawn = 0  # messages taken out unfinished (withdraw)
 
     # ------------------------------------------------------------------ input
 
@@ -138,6 +149,74 @@ class Wormhole:
         # a message: [route, index of the channel its header wants, sent, tag, first channel at, flits]
         heappush(self._heap, (at + self.startup, _INJECT, self._seq if order is None else order,
                               [route, 0, at, tag, 0.0, self.length if length is None else length]))
+
+    def withdraw(self, tags, taken: list | None = None, cut: bool = True) -> int:
+        """Take the messages whose tag is in ``tags`` out of the model, at :attr:`now` (an
+        ended job's: its worms are nobody's and must not hold up the next job on its nodes).
+        Returns how many were taken; ``taken``: a list their tags are appended to.
+
+        * a message that has no channel yet (its injection is ahead, or its header waits for
+          its first channel) goes, and its place in its channel's queue with it;
+        * ``cut`` (the default): a worm whose header has channels but has not reached its
+          destination (in transit, or blocked mid-route) goes too: its channels are released
+          now, each to its first waiter in request order, as its tail would release them;
+        * a worm whose header has reached its destination stays: its delivery is certain and
+          was returned by :meth:`advance`, its channels' release times are written (at most
+          ``L - 1`` flit times ahead); so do, with ``cut=False``, the worms already in the
+          network, which finish as if nothing was withdrawn.
+
+        No event of a message taken is ever taken again; a withdrawal of nothing changes
+        nothing (the run is the one without the call)."""
+        tags = tags_of(tags)
+        gone, moving = [], []  # the messages taken; those of them that hold channels
+        idle = self._unqueue(tags, cut, gone, moving)
+        heap = self._heap
+        kept = [e for e in heap if not (e[3][3] in tags if e[1] == _INJECT else e[3] in idle)]
+        if len(kept) != len(heap):
+            gone += [e[3] for e in heap if e[1] == _INJECT and e[3][3] in tags]
+            heapify(kept)
+            self._heap = kept
+        if cut and any(m[3] in tags for _, m in self._hops):
+            moving += [m for _, m in self._hops if m[3] in tags]
+            gone += [m for _, m in self._hops if m[3] in tags]
+            self._hops = deque(e for e in self._hops if e[1][3] not in tags)
+        for m in moving:  # every queue has been cut first: a grant goes only to a waiter that stays
+            self._cut(m)
+        self.in_flight -= len(gone)
+        self.withdrawn += len(gone)
+        if taken is not None:
+            taken += [m[3] for m in gone]
+        return len(gone)
+
+    def _unqueue(self, tags: frozenset, cut: bool, gone: list, moving: list) -> set:
+        """Take the withdrawn headers out of the channels' queues (with ``cut``, also those
+        waiting mid-route, into ``moving``); the others keep their order. Returns the channels
+        left without waiters whose grant is booked (a known release): that event must go too."""
+        waiters, free_at, idle = self.waiters, self.free_at, set()
+        for c, q in enumerate(waiters):
+            if q is None or not any(m[3] in tags and (cut or not m[1]) for m in q):
+                continue
+            keep = []
+            for m in q:
+                if m[3] in tags and (cut or not m[1]):
+                    gone.append(m)
+                    if m[1]:
+                        moving.append(m)
+                else:
+                    keep.append(m)
+            waiters[c] = keep or None
+            if not keep and free_at[c] != INF:
+                idle.add(c)
+        return idle
+
+    def _cut(self, m: list) -> None:
+        """Worm ``m``, its header wanting channel ``m[1]`` of its route, releases the channels
+        it holds (the ``L`` behind its header, those its tail has not crossed) now."""
+        route, k = m[0], m[1]
+        seq = self._seq
+        for r in route[max(0, k - m[5]):k]:
+            seq = self._release(r, self.now, seq)
+        self._seq = seq
 
     def next_time(self) -> float | None:
         """The time of the next internal event (None: nothing in flight)."""
@@ -277,4 +356,4 @@ class Wormhole:
         return round(t * self.flit_time, 9) + 0.0  # + 0.0: no -0.0
 
 
-__all__ = ["Delivery", "NetworkError", "Wormhole"]
+__all__ = ["Delivery", "NetworkError", "Wormhole", "tags_of"]
