@@ -235,7 +235,8 @@ def _f4_check(res):
     for s in SIZES:
         loads = [x for x in res.values("load", size=s) if x <= 0.5] or res.values("load", size=s)[:1]
         for r, lim in PAIRS:
-            rows = [(x, _tat(res, size=s, reduction=r, load=x), _tat(res, size=s, reduction=lim, load=x)) for x in loads]
+            rows = [(x, _tat(res, size=s, reduction=r, load=x), _tat(res, size=s, reduction=lim, load=x))
+                    for x in loads]
             c(V.every(V.less(a, b) for _, a, b in rows),
               f"{SIZES[s]}: {label({'reduction': r})} below {label({'reduction': lim})} at low to medium load ("
               + ", ".join(f"{x}: {a} vs {b}" for x, a, b in rows) + ")")

@@ -83,15 +83,18 @@ def _bqsl_check(res):
             continue
         t = {b: res.est("mean_turnaround", vary=vary, bqsl=b) for b in res.values("bqsl", vary=vary)}
         best = min(t.values(), key=lambda e: e.mean)
-        c(V.not_more(1.2 * best, t[0]), f"BQSL of {vary} = 0 is a bottleneck: turnaround {t[0]} >= 1.2 x the best {best}",
+        c(V.not_more(1.2 * best, t[0]),
+          f"BQSL of {vary} = 0 is a bottleneck: turnaround {t[0]} >= 1.2 x the best {best}",
           tol="20% over the best", why="'a bottleneck' has no number in the text; 20% is a visible step on its figure")
         big = max(t)
         if big >= 5:
-            c(V.greater(t[big], 1.1 * best), f"a large BQSL of {vary} ({big}) raises the turnaround: {t[big]} > 1.1 x {best}",
+            c(V.greater(t[big], 1.1 * best),
+              f"a large BQSL of {vary} ({big}) raises the turnaround: {t[big]} > 1.1 x {best}",
               tol="10% over the best", why="the least rise visible on the figure")
         rng[vary] = (max(t.values(), key=lambda e: e.mean) - best) / best
     if len(rng) == 2:
-        c(V.greater(rng["Q2"], rng["Q1"]), f"Q2's BQSL matters more than Q1's (relative range {rng['Q2']} vs {rng['Q1']})")
+        c(V.greater(rng["Q2"], rng["Q1"]),
+          f"Q2's BQSL matters more than Q1's (relative range {rng['Q2']} vs {rng['Q1']})")
     elif not saturated(c, res.points, "Q2's BQSL matters more than Q1's"):
         c.note(V.SATURATED, "Q2's BQSL matters more than Q1's: one of the two sweeps is past saturation (above)")
     return c

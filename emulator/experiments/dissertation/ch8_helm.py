@@ -52,7 +52,8 @@ def _tuning_check(res):
                      "relatively low over the number of LQs"):
         ht = sorted((t("helm", "mean_turnaround", q) for q in qs), key=lambda e: e.mean)
         c(V.not_more(ht[-1] / ht[0], 1.25), f"HELM's turnaround is steady over the number of LQs (max/min "
-          f"{ht[-1] / ht[0]})", tol="a ratio 1.25", why="'steady' has no number in the text; 25% is flat on Fig. 8.2's axis")
+          f"{ht[-1] / ht[0]})", tol="a ratio 1.25",
+          why="'steady' has no number in the text; 25% is flat on Fig. 8.2's axis")
         rows = [(q, t("helm", "mean_turnaround", q), t("mq-scan", "mean_turnaround", q)) for q in qs]
         c(V.every(V.not_more(a, b) for _, a, b in rows), "HELM's turnaround relatively low: at most MQ-SCAN's at "
           "every number of queues (" + "; ".join(f"{q}: {a} vs {b}" for q, a, b in rows) + ")")
@@ -61,9 +62,11 @@ def _tuning_check(res):
           f"{hf[-1] - hf[0]})", tol="0.03", why="three points of fragmentation: flat on Fig. 8.2's axis")
     if not saturated(c, res.select(study="k1"), "K1 matters from 1 to 4 and little after"):
         k1 = {k: res.est("mean_turnaround", study="k1", k1=k) for k in res.values("k1", study="k1")}
-        c(V.greater(k1[1], k1[4]), f"K1 = 1 (HELM close to FCFS) gives a higher turnaround than K1 = 4 ({k1[1]} vs {k1[4]})")
+        c(V.greater(k1[1], k1[4]),
+          f"K1 = 1 (HELM close to FCFS) gives a higher turnaround than K1 = 4 ({k1[1]} vs {k1[4]})")
         if 8 in k1:
-            c(V.close(k1[8], k1[4], 0.1), f"beyond K1 = 4 the coefficient matters little (K1=8: {k1[8]}, K1=4: {k1[4]})",
+            c(V.close(k1[8], k1[4], 0.1),
+              f"beyond K1 = 4 the coefficient matters little (K1=8: {k1[8]}, K1=4: {k1[4]})",
               tol="10% of K1 = 4's", why="'little' has no number in the text; under 10% is flat on Fig. 8.3")
     if not saturated(c, res.select(study="k2"), "a window coefficient K2 of 0.5 beats 0.1"):
         k2 = {k: res.est("mean_turnaround", study="k2", k2=k) for k in res.values("k2", study="k2")}
@@ -164,7 +167,8 @@ def _compare_claims(res, helm="default", mq="default"):
       + ", ".join(f"{s} {m('external_fragmentation', s, light)} -> {m('external_fragmentation', s, busy)}"
                   for s in ("mq-scan", "helm")) + ")")
     ls = [m("ls_ratio", "fcfs", i) for i in iat]
-    c(V.every(V.ratio_within(v, 1.0, 0.8, 1.25) for v in ls), f"SQ-FCFS's L/S ratio near 1 ({', '.join(str(v) for v in ls)})",
+    c(V.every(V.ratio_within(v, 1.0, 0.8, 1.25) for v in ls),
+      f"SQ-FCFS's L/S ratio near 1 ({', '.join(str(v) for v in ls)})",
       tol="0.8-1.25", why="'near 1' has no number in the text; a quarter either way")
     c(V.every(V.less(m("ls_ratio", "helm", i), m("ls_ratio", "mq-scan", i)) for i in high),
       "high load: HELM's L/S ratio below MQ-SCAN's at every IATM <= 16 ("

@@ -49,7 +49,8 @@ def _f10_check(res):
                 + ", ".join(f"{x}: {g} of {b}" for x, g, b in gains) + ")",
                 tol=f"{PROMINENT:.0%} of buddy's M", why=PROMINENT_WHY)
         hi = loads[-1]
-        alloc, sched = m("lazy", "buddy", hi) - m("lazy", "free-list", hi), m("fcfs", "buddy", hi) - m("lazy", "buddy", hi)
+        alloc = m("lazy", "buddy", hi) - m("lazy", "free-list", hi)
+        sched = m("fcfs", "buddy", hi) - m("lazy", "buddy", hi)
         c.sensitivity(V.every([V.above(sched), V.less(alloc, sched)]),
                       f"case {case}, the comparative reading: at load {hi} the allocator's improvement under lazy "
                       f"({alloc}) is smaller than lazy's improvement over FCFS under buddy ({sched}), both signed")
