@@ -21,6 +21,9 @@ from emulator.experiments.report import CSV_TAIL
 class NoRuns:
     """An executor that refuses every run: resuming with it proves nothing was left to compute."""
 
+    workers = 1  # what the runner's batching reads of an executor
+    batch_s = 0.0
+
     def submit(self, fn, *args):
         raise ReproduceError(f"a replication is missing from runs.jsonl (point {args[1]}); "
                              "rerender computes nothing: run `mcemu reproduce` for it")
