@@ -48,12 +48,24 @@ def run(args) -> int:
     from rich.console import Console  # lazy: see _list
 
     c = Console()
-    colour = {"agree": "green", "partly agree": "yellow", "disagree": "red"}.get(summary["verdict"], "white")
-    c.print(f"[bold]{exp.name}[/] ({exp.paper}, {exp.figure}): verdict [{colour}]{summary['verdict']}[/]")
+    colour = {"agree": "green", "partly agree": "yellow", "disagree": "red",
+              "inconclusive": "blue"}.get(summary["verdict"], "white")
+    n = summary.get("counts") or {}
+    c.print(f"[bold]{exp.name}[/] ({exp.paper}, {exp.figure}): verdict [{colour}]{summary['verdict']}[/] "
+            f"({n.get('holds', 0)} hold, {n.get('fails', 0)} fail, {n.get('inconclusive', 0)} inconclusive)")
     for item in summary["checks"]:
-        c.print(f"  {'[green]✓[/]' if item['holds'] else '[red]✗[/]'} {item['claim']}", highlight=False)
+        c.print(f"  {_mark(item)} {item['claim']}", highlight=False)
     print_runs(c, summary)
     return 0
+
+
+def _mark(item: dict) -> str:
+    """A sub-claim's mark (emulator.experiments.verdict): held, failed, inside the CIs, or not
+    scored (the other reading of the text, a point the data cannot decide)."""
+    if item.get("role", "claim") != "claim":
+        return f"[dim]· ({item.get('role')}: {item.get('outcome')})[/]"
+    return {"holds": "[green]✓[/]", "fails": "[red]✗[/]", "inconclusive": "[blue]~[/]"}.get(
+        item.get("outcome"), "[dim]·[/]")
 
 
 def print_runs(c, summary: dict, title: str = "") -> None:
