@@ -333,7 +333,7 @@ class Soak:
             self.record()
             try:
                 with Client(home=self.home, timeout=2.0) as c:
-                    if not c.queue(all=True)["jobs"]:
+                    if not c.queue()["jobs"]:  # the active ones (--all: the ended ones too)
                         break
             except ClientError:
                 if homemod.read_pidfile(self.home / "daemon.pid") is None:
