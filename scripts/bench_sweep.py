@@ -12,7 +12,9 @@ the numbers, never on where runs ran) into a fresh folder, so nothing is resumed
 measurement is a child process that imports the checkout measured (PYTHONPATH=REPO). For Dask it
 starts a ``dask scheduler`` and N one-thread ``dask worker`` processes on 127.0.0.1 (as
 tests/test_dask.py does) and stops them by PID; their start-up, timed apart, includes importing
-the experiment's module on every worker (the pool's forked processes inherit it). The executor is
+the experiment's module on every worker (the pool's forked processes inherit it; ``--cold``: the
+bench leaves it to the first tasks, inside the clock, unless the measured tree's DaskPool does it
+when it connects). The executor is
 made before the clock and passed to the runner, so the figures are the sweep itself: submitting,
 running, collecting, logging each run to runs.jsonl. runs/s = replications / wall seconds (best of
 the rounds; the rounds, configurations and checkouts are interleaved so that a noisy neighbour
@@ -136,6 +138,7 @@ def _timed(exp, config: str, cluster, folder: Path, args) -> dict:
         ex, startup = (Inline() if config == "inline" else LocalPool(2)), 0.0
     else:
         ex, t0 = DaskPool(cluster.address, timeout=60), time.perf_counter()
+        startup = cluster.startup
     tasks, submit = [0], ex.submit
 
     def counted(*a):
@@ -143,7 +146,7 @@ def _timed(exp, config: str, cluster, folder: Path, args) -> dict:
         return submit(*a)
     ex.submit = counted
     try:
-        if cluster is not None:
+        if cluster is not None and not args.cold:
             # a fresh worker imports the simulator at its first task; a forked pool inherits it
             ex.client.run(importlib.import_module, exp.point.__module__)
             startup = cluster.startup + time.perf_counter() - t0
@@ -163,7 +166,8 @@ def _child(repo: Path, config: str, args) -> dict:
     """``measure`` in a child process that imports ``repo``; stopped by PID if it outlives its limit."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     cmd = [sys.executable, str(HERE), "--child", config, "--experiment", args.experiment, "--reps", str(args.reps or 0)]
-    p = subprocess.Popen(cmd + (["--full"] if args.full else []), cwd=repo, env=env, text=True,
+    cmd += [f for f, on in (("--full", args.full), ("--cold", args.cold)) if on]
+    p = subprocess.Popen(cmd, cwd=repo, env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = p.communicate(timeout=args.limit)
@@ -181,7 +185,7 @@ def _table(repos: list, best: dict, args) -> None:
     first = best[(repos[0], "inline")]
     reps = f", {args.reps} replications per point" if args.reps else ""
     print(f"mcemu bench_sweep: {args.experiment}{'' if args.full else ' --quick'}{reps}, {first['runs']} simulation "
-          f"runs, best of {args.rounds}")
+          f"runs, best of {args.rounds}{'; Dask workers cold (importing inside the clock)' if args.cold else ''}")
     print(f"machine: {_cpu()}, {os.cpu_count()} cores; Python {platform.python_version()}, dask {dask.__version__}, "
           f"distributed {distributed.__version__}")
     for i, r in enumerate(repos):
@@ -206,6 +210,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repo", action="append", type=Path, metavar="DIR",
                     help="a checkout to measure (repeat for several, side by side; default this one)")
     ap.add_argument("--limit", type=float, default=600, help="seconds one measurement may take (default 600)")
+    ap.add_argument("--cold", action="store_true",
+                    help="Dask workers import the simulator at their first task, inside the clock")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", choices=sorted(CONFIGS), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -248,10 +248,10 @@ def _stopping(point, after, error):
 
 
 def test_a_sweep_interrupted_mid_batch_resumes(tmp_path):
-    sweep = Sweep.from_dict({**BATCHED, "seeds": 6})
+    sweep = Sweep.from_dict({**BATCHED, "seeds": 12})
     ref = run_sweep(sweep, tmp_path / "ref", executor=Inline(), progress=False)
     total = ref["replications_computed"]
-    # a long target: after the first runs (one per task, to time them) the rest is one batch
+    # a long target: after the first runs (one per task, to time them) a worker's half of the rest
     exp = experiment(sweep)
     point, calls = _stopping(exp.point, 10, KeyboardInterrupt())
     batching = _Batching(batch_s=10.0)
@@ -267,7 +267,7 @@ def test_a_sweep_interrupted_mid_batch_resumes(tmp_path):
 
 
 def test_a_run_that_fails_mid_batch_keeps_the_runs_before_it(tmp_path):
-    exp = experiment(Sweep.from_dict({**BATCHED, "seeds": 6}))
+    exp = experiment(Sweep.from_dict({**BATCHED, "seeds": 12}))
     point, _ = _stopping(exp.point, 9, ValueError("bad point"))
     batching = _Batching(batch_s=10.0)
     with pytest.raises(ValueError, match="bad point"):
@@ -285,8 +285,8 @@ def test_batch_sizes():
     assert len(b.take(q)) == 50  # 0.5 s of 10 ms runs
     q = deque(("a", r) for r in range(40))
     assert len(b.take(q)) == 10  # 0.4 s queued over 2 workers x SPREAD 2: a quarter of it
-    q = deque(("a", r) for r in range(8))
-    assert len(b.take(q)) == 8  # under the floor (0.1 s): the rest in one
+    q = deque(("a", r) for r in range(12))
+    assert len(b.take(q)) == 6  # under the floor (0.1 s) but not past one worker's half
     b.observe("slow", 0.1)
     q = deque([("new", 0), ("new", 1)] + [("a", r) for r in range(100)])
     assert b.take(q) == [("new", 0), ("new", 1)] + [("a", r) for r in range(30)]  # unseen: as the slowest

@@ -25,6 +25,7 @@ submitted again by the runner (up to :data:`RESUBMITS` times).
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 import os
@@ -133,6 +134,18 @@ class DaskPool:
             why = " ".join(str(e).split()) or type(e).__name__
             raise ReproduceError(f"cannot reach the Dask scheduler at {address}: {why}") from None
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        self._warm()
+
+    def _warm(self) -> None:
+        """Every worker imports the runner and the simulator now: a worker without mcemu is a
+        one-line error before any run, and the first tasks do not pay ~0.2 s of imports each
+        (a forked pool's processes inherit them; a worker that joins later imports at its first task)."""
+        try:
+            self.client.run(importlib.import_module, "emulator.experiments._points")
+            self.client.run(importlib.import_module, "emulator.experiments.runner")
+        except ImportError as e:
+            self.close()
+            raise ReproduceError(_worker_import_error(e)) from None
 
     def submit(self, fn, *args):
         # pure=False: a replication is a task of its own even when its arguments repeat
@@ -151,8 +164,7 @@ class DaskPool:
         try:
             return h.result()
         except ImportError as e:
-            raise ReproduceError(f"a Dask worker cannot import what the run needs ({e}): install mcemu, "
-                                 "and any policy plugin, on every worker") from None
+            raise ReproduceError(_worker_import_error(e)) from None
 
     def lost(self, exc) -> bool:
         names = {"KilledWorker", "CommClosedError", "FutureCancelledError"}
@@ -177,7 +189,8 @@ class Batcher:
     run has been timed, a batch is one run, and only ``in_flight`` tasks are out at once, so
     the first results size the later batches. A batch also stays under the queued work's share
     per worker (/ :data:`SPREAD`), so the last batches do not leave a worker idle, down to
-    :data:`FLOOR` of the target (smaller ones would cost more in tasks than they save at the end)."""
+    :data:`FLOOR` of the target (smaller ones would cost more in tasks than they save at the end)
+    but never past one worker's share."""
 
     SPREAD = 2
     FLOOR = 0.2
@@ -209,8 +222,9 @@ class Batcher:
         if self.target <= 0 or est is None:
             return [first]
         mean = self._all[0] / self._all[1]
-        share = (len(queue) + 1) * mean / (self.workers * self.SPREAD)
-        budget = min(self.target, max(self.FLOOR * self.target, share))
+        queued = (len(queue) + 1) * mean
+        share = queued / (self.workers * self.SPREAD)
+        budget = min(self.target, queued / self.workers, max(self.FLOOR * self.target, share))
         batch, used = [first], est
         while queue and len(batch) < MAX_BATCH:
             nxt = self.estimate(queue[0][0])
@@ -219,6 +233,11 @@ class Batcher:
             batch.append(queue.popleft())
             used += nxt
         return batch
+
+
+def _worker_import_error(e: ImportError) -> str:
+    return (f"a Dask worker cannot import what the run needs ({e}): install mcemu, and any policy plugin, "
+            "on every worker")
 
 
 def _local_workers(address: str) -> int:
