@@ -118,16 +118,23 @@ def test_a_job_spanning_two_hosts_exchanges_messages_and_only_node_and_admin_key
     with pytest.raises(CommError) as e:
         Comm(timeout=20)
     assert e.value.code == "refused" and "alice.toml" in str(e.value) and time.monotonic() - t < 10
-    # a node's key is let in and the interconnect's checks answer it as they answer a local task
+    # a node's key is let in and the interconnect's checks answer it as they answer a local task;
+    # once revoked, its open connection is refused too
+    cluster.mcemu("keys", "issue", "rack", "--role", "node")
     ctx = zmq.Context()
     s = ctx.socket(zmq.DEALER)
     s.setsockopt(zmq.LINGER, 0)
-    auth.curve_client(s, issued / "nodes.toml")
+    auth.curve_client(s, issued / "rack.toml")
     s.connect(net)
-    try:
-        s.send(P.encode("net_send", id=1, to=0, data=b"x"))
+
+    def answer(i: int) -> dict:
+        s.send(P.encode("net_send", id=i, to=0, data=b"x"))
         assert s.poll(10_000), "no answer from the interconnect to a node key"
-        assert P.decode(s.recv())["code"] == "no-hello"
+        return P.decode(s.recv())
+    try:
+        assert answer(1)["code"] == "no-hello"
+        cluster.mcemu("keys", "revoke", "rack")
+        wait_for(lambda: answer(2)["code"] == "revoked", 10, "the revoked key's connection to be refused")
     finally:
         s.close()
         ctx.term()

@@ -113,7 +113,7 @@ class Interconnect:
         self._tag = 0
         self.links = Links(net)
         self.daemon = None  # its socket once bound (in-memory tests run without one)
-        self.remote = self.zap = self.tcp_endpoint = None  # the tcp port for other hosts (emulator.live.nettcp)
+        self.remote = None  # the tcp port for tasks of other hosts (emulator.live.nettcp.Port)
 
     # ------------------------------------------------------------------ sockets
 
@@ -127,9 +127,7 @@ class Interconnect:
             pass
         r.bind(ep)
         os.chmod(ep[len("ipc://"):], 0o600)
-        tcp = nettcp.listen(self.ctx, self.home, 100_000)
-        if tcp is not None:
-            self.remote, self.zap, self.tcp_endpoint = tcp
+        self.remote = nettcp.Port.listen(self.ctx, self.home, 100_000)
         self.sub = self.ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.LINGER, 0)
         self.sub.setsockopt(zmq.RCVHWM, 1_000_000)
@@ -142,12 +140,11 @@ class Interconnect:
         self.endpoint = ep
 
     def _send(self, ident, frame: bytes) -> bool:
-        sock = self.router
         if type(ident) is tuple:  # a task on another host: (nettcp.REMOTE, its routing id)
-            sock, ident = self.remote, ident[1]
+            return self.remote.send(ident[1], frame)
         try:
-            sock.send(ident, _MORE)  # small frames: copying beats pyzmq's zero-copy bookkeeping
-            sock.send(frame, _LAST)
+            self.router.send(ident, _MORE)  # small frames: copying beats pyzmq's zero-copy bookkeeping
+            self.router.send(frame, _LAST)
             return True
         except zmq.ZMQError:
             return False  # the task is gone (or not reading): its job's end tells us
@@ -385,9 +382,10 @@ class Interconnect:
         k = self.kernel
         k.add_reader(self.router, self._drain_tasks)
         if self.remote is not None:
-            k.add_reader(self.remote, self._drain_remote)
-        if self.zap is not None:
-            k.add_reader(self.zap.sock, self.zap.handle)
+            k.add_reader(self.remote.sock, self._drain_remote)
+            if self.remote.zap is not None:
+                k.add_reader(self.remote.zap.sock, self.remote.zap.handle)
+            self.remote.watch(k)
         k.add_reader(self.sub, self._drain_events)
         k.add_reader(self.daemon, self._drain_daemon)
         k.add_deadline(self.next_wake)
@@ -416,15 +414,15 @@ class Interconnect:
             self.daemon.recv()  # ok / error of a comm report: nothing to do
 
     def _drain_tasks(self, remote: bool = False):
-        r = self.remote if remote else self.router
+        r = self.remote.sock if remote else self.router
         now = self.kernel.now()
         for _ in range(4096):
             try:
-                frames = r.recv_multipart(flags=zmq.NOBLOCK)
+                frames = r.recv_multipart(flags=zmq.NOBLOCK, copy=not remote)
             except zmq.Again:
                 break
-            if remote and frames:
-                frames[0] = (nettcp.REMOTE, frames[0])
+            if remote and (frames := self.remote.admit(frames)) is None:
+                continue  # a revoked key's connection
             try:
                 self.handle(frames, now)
             except Exception:  # a bug on one message must not take the network down
@@ -435,11 +433,10 @@ class Interconnect:
 
     def close(self):
         self.report_all()
-        for s in (self.router, self.sub, self.daemon, self.remote):
-            if s is not None:
-                s.close(linger=0 if s is not self.daemon else 200)
-        if self.zap is not None:
-            self.zap.close()
+        for s in (self.router, self.sub, self.daemon):
+            s.close(linger=0 if s is not self.daemon else 200)
+        if self.remote is not None:
+            self.remote.close()
         self.ctx.term()
 
 
@@ -469,7 +466,7 @@ def main(argv=None) -> int:
     gc.freeze()
     gc.disable()
     log.info("serving %s on %s%s (dilation %g, L = %d flits, T_t = %g us)", cfg["topology"], ic.endpoint,
-             f" and {ic.tcp_endpoint}" if ic.tcp_endpoint else "", ic.dilation, ic.net.length, ic.net.flit_time)
+             f" and {ic.remote.endpoint}" if ic.remote else "", ic.dilation, ic.net.length, ic.net.flit_time)
     try:
         ic.serve()
     finally:
