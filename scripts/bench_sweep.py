@@ -73,6 +73,13 @@ class LocalDask:
 
     def __init__(self, n: int, folder: Path, env: dict):
         self.procs: list[subprocess.Popen] = []
+        try:
+            self._up(n, folder, env)
+        except BaseException:
+            self.stop()  # a cluster that never came up whole is stopped all the same
+            raise
+
+    def _up(self, n: int, folder: Path, env: dict) -> None:
         sched = folder / "scheduler.json"
         t0 = time.perf_counter()
         self._start(folder, env, "scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0",
