@@ -19,6 +19,7 @@ from zmq.utils.monitor import parse_monitor_message
 from conftest import ALLOCATOR, ROOT, SCHEDULER, free_port, node_states, wait_for
 from emulator.live import auth
 from emulator.live import home as homemod
+from emulator.live import nettcp
 from emulator.live import protocol as P
 from nodes.comm import Comm, CommError
 
@@ -171,3 +172,49 @@ def test_an_interconnect_that_cannot_take_its_tcp_port_says_so_at_up(cluster):
                           f"tcp://127.0.0.1:{port}", "--no-restart", check=False)
     assert r.returncode != 0 and f"cannot listen on tcp://127.0.0.1:{port + 2}" in r.stderr, r.stderr
     assert not os.path.exists(cluster.home / "daemon.pid")
+
+
+class Behind:
+    """A host's monotonic clock 1,000 s behind this one's (emulator.live.kernel's clock shape)."""
+
+    fake = False
+
+    def now(self) -> float:
+        return time.monotonic() - 1000.0
+
+
+@pytest.mark.skipif(not nettcp.WELCOME_NOW, reason="the protocol's net_welcome has no 'now' field yet")
+def test_due_times_are_moved_onto_a_remote_hosts_clock(monkeypatch):
+    """Another host's monotonic clock is not the interconnect's: a task whose clock is 1,000 s
+    behind still gets a message 50 ms after its welcome, not 1,000 s later (a stub network on a
+    plain tcp port, as an --insecure cluster's)."""
+    import threading
+
+    ctx = zmq.Context()
+    r = ctx.socket(zmq.ROUTER)
+    r.setsockopt(zmq.LINGER, 0)
+    port = r.bind_to_random_port("tcp://127.0.0.1")
+
+    def stub():
+        ident, hello = r.recv_multipart()
+        m = P.decode(hello)
+        assert "pid" not in m and "clock" not in m  # another host's
+        now = time.monotonic()
+        r.send_multipart([ident, P.encode("net_welcome", job=1, rank=0, size=2, dilation=1000.0,
+                                          flit_time_us=0.05, length_flits=500, now=now)])
+        r.send_multipart([ident, P.encode("net_msg", source=1, data=b"hi", due=now + 0.05)])
+
+    t = threading.Thread(target=stub, daemon=True)
+    t.start()
+    for name, value in dict(MCEMU_NET_KEY="", MCEMU_JOB_ID="1", MCEMU_ATTEMPT="1", MCEMU_RANK="0",
+                            MCEMU_NODES="0,1").items():
+        monkeypatch.setenv(name, value)
+    try:
+        with Comm(f"tcp://127.0.0.1:{port}", timeout=10, pid=os.getpid(), clock=Behind()) as c:
+            t0 = time.monotonic()
+            assert c.recv(timeout=5) == (1, b"hi")
+            assert time.monotonic() - t0 < 1.0
+    finally:
+        t.join(5)
+        r.close()
+        ctx.term()

@@ -238,7 +238,8 @@ def add_commands(sub) -> None:
     configmod.add_arguments(p, "node")  # heartbeat, liveness, ...: the settings a node agent takes
     p.add_argument("--output-dir")
     p.add_argument("--key", help="node credential for a tcp daemon (`mcemu keys issue NAME --role node`; "
-                                 "default: MCEMU_KEY)")
+                                 "default: MCEMU_KEY); with --network its tasks reach the interconnect at the "
+                                 "daemon's port + 2 with it")
     p.set_defaults(func=cmd_node)
 
     keys.add_commands(sub)
