@@ -101,6 +101,7 @@ class Soak:
         self.overlaps: set[int] = set()   # jobs seen with two attempts' processes at once
         self.sampled: set[tuple] = set()  # (job, attempt) seen alive in the agents' cgroups
         self.submit_s: list[float] = []   # the admin's submit round trips
+        self.outages: list[list] = []     # [killed, recovered] wall times of the daemon
         self.helpers: list[subprocess.Popen] = []  # hogs and the flooder: the soak's own
         self.counts = Counter(unanswered=0, node_kills=0, net_kills=0, daemon_kills=0, recoveries=0,
                               recovery_failures=0, hostile_frames=0, hostile_replies=0, raw_garbage=0)
@@ -289,11 +290,13 @@ class Soak:
         self.record()
         p.send_signal(signal.SIGKILL)
         p.wait(10)
+        self.outages.append([time.time(), None])
         self.counts["daemon_kills"] += 1
         return True
 
     def _recover(self) -> None:
         r = self.mcemu("up", "--detach")
+        self.outages[-1][1] = time.time()
         self.counts["recoveries"] += 1
         if r.returncode:
             self.counts["recovery_failures"] += 1
@@ -372,6 +375,11 @@ class Soak:
             kind = name.split("-")[0]
             states.setdefault(kind if kind in MIX or kind == "flood" else "other", Counter())[st] += 1
         reasons = Counter(re.sub(r"\d+(\.\d+)?", "N", r or "")[:90] for _, st, r in rows.values() if st == "failed")
+        # a flood request unanswered is an error unless the daemon was dead then (its timeouts: 30 s)
+        silent = [t for t in flood.get("unanswered_at", ())
+                  if not any(k <= t <= (e or t) + 35 for k, e in self.outages)]
+        if silent:
+            flood.setdefault("errors", {})["unanswered, the daemon alive"] = len(silent)
         logs = {f: (self.home / f).read_text() if (self.home / f).exists() else "" for f in ("launcher.log",
                                                                                                "daemon.log")}
         return {"minutes": self.a.minutes, "topology": self.a.topology, "seed": self.a.seed, "hogs": self.a.hogs,
@@ -398,7 +406,7 @@ def flooder(a) -> None:
     from emulator.live.client import DaemonError
 
     got = {k: Counter() for k in ("submit", "queue", "cancel")}
-    errors, bursts, n = Counter(), 0, 0
+    errors, bursts, n, silent = Counter(), 0, 0, []
     c = Client(a.endpoint, timeout=20.0, key=a.key)
     while not os.path.exists(a.stop_file):
         bursts += 1
@@ -420,8 +428,8 @@ def flooder(a) -> None:
                     got[what]["ok" if m["type"] == "ok" else m["code"]] += 1
                     if what == "submit" and m["type"] == "ok":
                         jobs.append(m["data"]["job"])
-        if sent:  # the daemon was killed meanwhile: its answers are lost with it
-            errors["unanswered"] += len(sent)
+        if sent:  # the daemon was killed meanwhile (the soak checks when): its answers are lost with it
+            silent.append(time.time())
             c.close()
             c = Client(a.endpoint, timeout=20.0, key=a.key)
         for jid in jobs:
@@ -435,7 +443,7 @@ def flooder(a) -> None:
                         time.sleep(0.02)
                         continue
                 except ClientError:
-                    errors["cancel unanswered"] += 1
+                    silent.append(time.time())
                     c.close()
                     c = Client(a.endpoint, timeout=20.0, key=a.key)
                 break
@@ -446,6 +454,7 @@ def flooder(a) -> None:
     for what, codes in got.items():  # "not-active": a job that ended before its cancel came
         errors.update({f"{what} {k}": v for k, v in codes.items() if k not in EXPECTED | {"ok", "not-active"}})
     print(json.dumps({"bursts": bursts, **{k: dict(v) for k, v in got.items()}, "errors": dict(errors),
+                      "unanswered_at": silent,
                       "refused": sum(v for codes in got.values() for k, v in codes.items() if k in EXPECTED)}))
 
 
@@ -473,7 +482,8 @@ def table(v: dict, ok: bool):
             ("acknowledged", v["acknowledged"], f"{v['unanswered']} unanswered (the daemon was down); the admin's "
              f"submit p50/p99/max " + "/".join(f"{x:g}" for x in v["admin_submit_ms"].values()) + " ms"),
             ("jobs in the journal", v["jobs_in_journal"], "; ".join(
-                f"{k}: " + ", ".join(f"{n} {s}" for s, n in sorted(c.items())) for k, c in sorted(v["states"].items()))),
+                f"{k}: " + ", ".join(f"{n} {st}" for st, n in sorted(c.items()))
+                for k, c in sorted(v["states"].items()))),
             ("completed", v["completed"], ""), ("failed", v["failed"], ""),
             *(("", n, r) for r, n in v["failed_reasons"].items()),
             ("requeues", v["requeues"], ""),
@@ -484,7 +494,8 @@ def table(v: dict, ok: bool):
             ("hostile frames", v["hostile_frames"], f"{v['hostile_replies']} replies, {v['raw_garbage']} raw"),
             ("flood refusals", fl.get("refused", 0), f"{fl.get('bursts', 0)} bursts; submit {fl.get('submit')}; "
                                                      f"queue {fl.get('queue')}; cancel {fl.get('cancel')}"),
-            ("flood errors", sum(fl.get("errors", {}).values()), str(fl.get("errors") or "")),
+            ("flood errors", sum(fl.get("errors", {}).values()), (f"{fl['errors']}; " if fl.get("errors") else "")
+             + f"unanswered {len(fl.get('unanswered_at', ()))} times, each while the daemon was killed (expected)"),
             ("processes seen", v["processes_seen"], f"containment: {v['contain']}; {v['attempts_sampled']} "
                                                     f"attempts seen in task cgroups; drained in {v['drain_s']} s")]
     for k in ("lost", "doubled", "left_running"):
