@@ -22,6 +22,7 @@ import pytest
 import zmq
 
 from emulator.live import protocol as P
+from emulator.live.secret import cluster_key, task_secret
 from conftest import wait_for
 
 RING = f"{sys.executable} {Path(__file__).with_name('net_ring_prog.py')}"
@@ -99,8 +100,11 @@ def test_hostile_network_messages_change_nothing(cluster):
         wait_for(lambda: out0.exists() and "ready" in out0.read_text(), 30, "rank 0's task to connect")
         nodes = j["nodes"]
 
+        key = cluster_key(cluster.home)  # the test plays rank 1 as its task would: with its secret
+
         def hello(rank, claimed=nodes):
-            return _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=rank, nodes=claimed))
+            return _ask(s, P.encode("net_hello", job=jid, attempt=att, rank=rank, nodes=claimed,
+                                    secret=task_secret(key, jid, att, rank)))
         assert hello(1, [*nodes[:-1], 16])["code"] == "bad-nodes"  # a node the 4x4 machine has not
         assert hello(1, nodes[::-1])["code"] == "bad-nodes"  # not the list its ranks gave
         assert hello(16)["code"] == "bad-rank"

@@ -47,6 +47,7 @@ from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import keys as keysmod
 from emulator.live import protocol as P
+from emulator.live import secret as secretmod
 from emulator.live import sockets
 from emulator.live.kernel import Kernel
 from emulator.live.manager import ProcessorManager
@@ -378,6 +379,7 @@ def main(argv=None) -> int:
         asked = configmod.given(**configmod.values(a, configmod.DAEMON))
         if a.listen and not a.insecure:
             keysmod.server(home)  # the keys exist and read, before anything changes
+        secretmod.cluster_key(home)  # the tasks' secrets' key: a corrupt one stops the start, not a job
         d = Daemon(home, asked, listen=a.listen, grace=a.grace, fsync=a.fsync, insecure=a.insecure)
     except (ValueError, KeyError) as e:  # KeyError: scheduler.registry.UnknownPolicy
         print(f"mcemu daemon: error: {configmod.message(e)}", file=sys.stderr)

@@ -52,6 +52,7 @@ from emulator.live import config as configmod
 from emulator.live import home as homemod
 from emulator.live import nettcp
 from emulator.live import protocol as P
+from emulator.live import secret as secretmod
 from emulator.live import sockets
 from emulator.live.ic_virtual import DEADLOCK_CHECK, VirtualMode
 from emulator.live.kernel import Kernel
@@ -108,7 +109,8 @@ class Interconnect:
         self.driver = (self.virtual.driver if self.virtual else
                        NetworkDriver(net, Clock.dilated(self.kernel.now(), net.flit_time, self.dilation)))
         self.lead = LEAD * self.driver.reach
-        self.jobs = Membership(net.channels.topology.size)
+        # a task's claim to its rank is checked against its secret (emulator.live.secret)
+        self.jobs = Membership(net.channels.topology.size, key=secretmod.cluster_key(self.home))
         self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured)
         self._tag = 0
         self.links = Links(net)
@@ -352,9 +354,16 @@ class Interconnect:
                 self._answer(self.jobs.group_barrier(j.group))
 
     def _drop_payloads(self, gone: set) -> None:
-        """The payloads of ended attempts' messages still in the model are nobody's: their memory
-        goes now, not when each worm comes out (their worms stay: the model has no way to take
-        a worm back, and its channels' times are already written)."""
+        """Ended attempts' messages leave the model (``withdraw``: not yet on a channel, or cut on
+        their way, their channels released now), so the next job on those nodes does not queue
+        behind them; the few whose header has arrived finish (their release times are written),
+        their payloads dropped at once."""
+        tags = [tag for tag, rec in self.msgs.items() if rec[0] in gone]
+        if not tags:
+            return
+        for tag in self.driver.withdraw(tags, None if self.virtual else self.kernel.now()):
+            rec = self.msgs.pop(tag)  # it never comes out of the driver's due()
+            self.unhold(rec[0], rec[1], rec[5])
         for tag, rec in self.msgs.items():
             if rec[0] in gone and rec[5]:
                 self.msgs[tag] = (*rec[:5], b"", *rec[6:])

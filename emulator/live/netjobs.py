@@ -42,7 +42,7 @@ class JobAttempt:
         self.id, self.attempt, self.nodes = id, attempt, tuple(nodes)
         self.ranks: dict[int, bytes] = {}  # rank -> routing id of the task that said hello
         self.inbox: dict[int, list] = {}  # rank -> frames delivered before its task connected
-        self.waiting: list = []  # (ident, welcome frame) of ``sync`` hellos: sent when every rank is in
+        self.waiting: list = []  # (ident, welcome fields) of ``sync`` hellos: sent when every rank is in
         self.stats = MessageStats()  # flit times
         self.dirty = False
         self.barrier: dict[int, list] = {}  # rank -> request ids of the barriers it entered, not done

@@ -271,7 +271,7 @@ SCHEMAS: dict[str, dict] = {
                     "dilation": (_num(1e-6, 1e12), R), "flit_time_us": (_num(1e-9, 1e6), R),
                     "length_flits": (_int(1, 1 << 30), R), "time": (_str(16), O), "vt0": (_num(), O),
                     "flit_bytes": (_int(1, 1 << 20), O), "cpu_scale": (_num(0, 1e9), O),
-                    "topology": (_str(64), O), "startup_flits": (_num(0, 1e12), O)},
+                    "topology": (_str(64), O), "startup_flits": (_num(0, 1e12), O), "now": (_num(), O)},
     "net_msg": {"source": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "due": (_num(), R)},
     "net_delivered": {"id": (REQ_ID, R), "delay_us": (_num(), R), "due": (_num(), R)},
     "comm": {"id": (REQ_ID, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "stats": (_any, R),
