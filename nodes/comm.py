@@ -124,7 +124,7 @@ def prompt_wakeups() -> dict:
 
 # Flow control on the task's side (dilated time): a send waits while this task has WINDOW
 # messages or WINDOW_BYTES in the network not yet delivered (their notices not back), well
-# inside what the interconnect holds for a rank (emulator.live.interconnect.FLOW_*). Like a
+# inside what the interconnect holds for a rank (emulator.live.netjobs.FLOW_*). Like a
 # NIC's send queue: a program that outruns the network is slowed to its pace, not buffered
 # without bound. In virtual time a send is a frame at the rank's clock and the interconnect's
 # bound applies alone (notices come only when asked for there).

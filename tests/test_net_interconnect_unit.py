@@ -57,9 +57,9 @@ def test_delivery_timing_and_statistics(tmp_path):
     ic.driver.advance(0.001)
     due = ic.driver.next_due()
     assert due == pytest.approx(502 * 0.05 * 1000 / 1e6)  # 25.1 ms of wall time at dilation 1000
-    ic.release(due - AHEAD - 1e-6)
+    ic.dilated.release(due - AHEAD - 1e-6)
     assert len(ic.sent) == 2  # the two welcomes: nothing before its time less AHEAD
-    ic.release(due - AHEAD)  # handed over ahead, with its due time (nodes.comm holds it)
+    ic.dilated.release(due - AHEAD)  # handed over ahead, with its due time (nodes.comm holds it)
     got = {ident: m for ident, m in ic.sent[2:]}
     assert got[b"b"] == {"v": 1, "type": "net_msg", "source": 0, "data": b"payload", "due": due}
     assert got[b"a"]["type"] == "net_delivered" and got[b"a"]["delay_us"] == pytest.approx(25.1)
@@ -264,10 +264,10 @@ def test_a_task_asks_for_prompt_wakeups():
 
 
 def test_flow_control_bounds_what_a_rank_holds_and_an_ended_jobs_messages_leave(tmp_path, monkeypatch):
-    from emulator.live import interconnect as icmod
+    from emulator.live import netjobs
 
-    monkeypatch.setattr(icmod, "FLOW_MESSAGES", 3)
-    monkeypatch.setattr(icmod, "FLOW_BYTES", 1000)
+    monkeypatch.setattr(netjobs, "FLOW_MESSAGES", 3)
+    monkeypatch.setattr(netjobs, "FLOW_BYTES", 1000)
     ic = Capture(tmp_path)
     _hello(ic, b"a", 0)
     _hello(ic, b"b", 3)
@@ -284,7 +284,7 @@ def test_flow_control_bounds_what_a_rank_holds_and_an_ended_jobs_messages_leave(
     assert ic.net.sent == 4
     # deliveries give the share back
     ic.driver.advance(1.0)
-    ic.release(1.0)
+    ic.dilated.release(1.0)
     assert ic.jobs.jobs[7].held == {0: (0, 0), 3: (0, 0)}
     ic.on_send(b"a", {"id": 4, "to": 3, "data": b"x"}, 1.0)
     assert ic.net.sent == 5
@@ -294,5 +294,5 @@ def test_flow_control_bounds_what_a_rank_holds_and_an_ended_jobs_messages_leave(
     ic.on_event(b"job", {"job": 7, "attempt": 1, "state": "completed", "t": 1.0})
     assert not ic.msgs and ic.net.withdrawn == 1
     ic.driver.advance(2.0)
-    ic.release(2.0)
+    ic.dilated.release(2.0)
     assert len(ic.sent) == before and ic.net.delivered == 4

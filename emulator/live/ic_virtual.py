@@ -127,7 +127,7 @@ class VirtualMode:
         nbytes = m.get("nbytes")
         length = self.net.length if nbytes is None else 1 + math.ceil(nbytes / self.flit_bytes)
         ic = self.ic
-        if not ic._hold(j, rank, ident, m):
+        if not ic.hold(j, rank, ident, m):
             return
         ic._tag += 1
         ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True),

@@ -4,16 +4,13 @@ Tasks (nodes.comm, DEALER) connect to ``ipc://$MCEMU_HOME/net.sock`` (ROUTER, mo
 say which rank of which job they are (``net_hello``, with the job's nodes) and send payloads
 to other ranks (``net_send``). The interconnect only moves frames: it decodes them, hands each
 message to the network driver (scheduler.network.driver: the wormhole model that ``mcemu net
-simulate`` runs, on a clock of *dilated* wall time) and sends what the driver returns: at the
-delivery time the model gives, the payload bytes to the receiving task (``net_msg``) and the
-notice to the sender (``net_delivered``), so a path loop can wait for its delivery (both up to
-AHEAD early, with the due time, which nodes.comm waits for before handing them over). Time:
-one network microsecond is ``net_dilation`` wall microseconds (a flit of 0.05 us cannot be
-timed by processes); the model's flit time, message length and start-up are its defaults, the
-same as ``mcemu net simulate``'s. A pattern job's message is one packet of L flits (the text's
-fixed-length messages); a program's (nodes.mpi, which says ``nbytes``) is a header plus
-ceil(nbytes / --flit-bytes) flits. With ``--net-time virtual`` the model runs on the ranks'
-clocks instead of the wall's: emulator.live.ic_virtual.
+simulate`` runs) and sends what the model delivers to the receiving task (``net_msg``), at the
+time the model gives, in one of two clocks: dilated wall time (emulator.live.ic_dilated, the
+default) or the ranks' virtual clocks (``--net-time virtual``: emulator.live.ic_virtual). The
+model's flit time, message length and start-up are its defaults, the same as ``mcemu net
+simulate``'s. A pattern job's message is one packet of L flits (the text's fixed-length
+messages); a program's (nodes.mpi, which says ``nbytes``) is a header plus ceil(nbytes /
+--flit-bytes) flits.
 
 A job becomes known with its tasks' first hello (emulator.live.netjobs: ordered membership);
 its end and the down nodes come from the daemon's PUB events. It reports each job's
@@ -54,35 +51,18 @@ from emulator.live import nettcp
 from emulator.live import protocol as P
 from emulator.live import secret as secretmod
 from emulator.live import sockets
+from emulator.live.ic_dilated import AHEAD, DilatedMode  # noqa: F401  (AHEAD: tests read it here)
 from emulator.live.ic_virtual import DEADLOCK_CHECK, VirtualMode
 from emulator.live.kernel import Kernel
 from emulator.live.netjobs import Membership
 from emulator.live.netlinks import LINK_WINDOW, Links
 from emulator.live.recovery import pending_meta
-from scheduler.network.driver import Clock, NetworkDriver
 from scheduler.network.wormhole import Wormhole
 
 log = logging.getLogger("mcemu.interconnect")
 
 REPORT_EVERY = 0.5  # seconds between a job's ``comm`` reports while its messages flow
-# A delivery the model has made certain is handed to the tasks up to this long before its
-# wall time, with that time (``due``); nodes.comm holds it until then. The receiving task's
-# one timed sleep replaces the chain interconnect wake-up -> send -> task wake-up, whose
-# scheduling delays on a busy machine were the p99 error (4.8 ms of a 25 ms message; with 3
-# ms ahead still 4 ms, the interconnect's own wake-ups being up to 3 ms late at a load of 17
-# on 2 cores). Where a delivery is known later it is handed over as soon as it is known.
-AHEAD = 0.010
-# How early the loop learns a delivery, as a share of the driver's horizon (L - 1 flit times):
-# half of it, 12.5 ms at the default dilation, is more than AHEAD, and the loop wakes for the
-# model at most once per (L - 1) / 2 flit times of network time, not once per hop.
-LEAD = 0.5
 _MORE, _LAST = int(zmq.SNDMORE | zmq.NOBLOCK), int(zmq.NOBLOCK)
-# Flow control (issue 30): what one rank may have in the network, sent and not yet delivered.
-# Past it a send is refused (``flow``), so no task can grow this process without bound (a
-# task sending 4,000 x 64 KiB took it from 30 to 287 MB). nodes.comm keeps its own tasks well
-# inside it (nodes.comm.WINDOW: a send waits for deliveries), so only a task that ignores its
-# notices meets it.
-FLOW_MESSAGES, FLOW_BYTES = 1024, 16 << 20
 
 
 def net_endpoint(home: Path) -> str:
@@ -106,9 +86,9 @@ class Interconnect:
         self.flit_bytes = int(cfg.get("flit_bytes") or 2)
         # --net-time virtual: the ranks' clocks, not the wall's (emulator.live.ic_virtual)
         self.virtual = VirtualMode(self, net, cfg) if virtual else None
-        self.driver = (self.virtual.driver if self.virtual else
-                       NetworkDriver(net, Clock.dilated(self.kernel.now(), net.flit_time, self.dilation)))
-        self.lead = LEAD * self.driver.reach
+        self.dilated = None if virtual else DilatedMode(self, net, cfg)
+        self.mode = self.virtual or self.dilated
+        self.driver = self.mode.driver
         # a task's claim to its rank is checked against its secret (emulator.live.secret)
         self.jobs = Membership(net.channels.topology.size, key=secretmod.cluster_key(self.home))
         self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured)
@@ -253,31 +233,18 @@ class Interconnect:
                                m["id"])
         if self.virtual:
             return self.virtual.send(j, rank, ident, m, dst)
-        if not self._hold(j, rank, ident, m):
-            return
-        self._tag += 1
-        nbytes = m.get("nbytes")  # a program's message (nodes.mpi): its size; a pattern's: the text's L
-        length = None if nbytes is None else 1 + -(-nbytes // self.flit_bytes)
-        self.msgs[self._tag] = (j, rank, to, ident, m["id"], m["data"], m.get("measured", True), length)
-        self.driver.send(j.nodes[rank], dst, now, self._tag, length)
+        self.dilated.send(j, rank, ident, m, dst, now)
 
-    def _hold(self, j, rank, ident, m) -> bool:
-        """Count a send against its rank's share of the network (FLOW_*); False: refused."""
-        n, b = j.held.get(rank, (0, 0))
-        size = len(m["data"])
-        if n >= FLOW_MESSAGES or b + size > FLOW_BYTES:
-            self._error(ident, "flow", f"rank {rank} of job {j.id} has {n} messages ({b} bytes) in the network, "
-                                       f"not yet delivered: a rank may hold at most {FLOW_MESSAGES} messages or "
-                                       f"{FLOW_BYTES >> 20} MiB (flow control: wait for deliveries)", m["id"])
-            return False
-        j.held[rank] = (n + 1, b + size)
-        return True
+    def hold(self, j, rank, ident, m) -> bool:
+        """A send counted against its rank's share of the network (netjobs.FLOW_*); False: refused."""
+        why = j.hold(rank, len(m["data"]))
+        if why is not None:
+            self._error(ident, "flow", why, m["id"])
+        return why is None
 
     @staticmethod
     def unhold(j, rank, data) -> None:
-        """A message of ``rank`` left the network (delivered or dropped)."""
-        n, b = j.held[rank]
-        j.held[rank] = (n - 1, b - len(data))
+        j.unhold(rank, len(data))
 
     def on_clock(self, ident, t, m):
         """``net_wait`` / ``net_bye``: a rank's clock in virtual time (emulator.live.ic_virtual)."""
@@ -294,47 +261,13 @@ class Interconnect:
     # ------------------------------------------------------------------ the model
 
     def pump(self) -> None:
-        """After every turn: run the model to now (the deliveries it makes certain join the
-        driver's queue by due time) and hand over what is due within AHEAD."""
-        if self.virtual:
-            return self.virtual.pump()
-        now = self.kernel.now()
-        self.driver.advance(now)
-        self.release(now)
-
-    def release(self, now: float) -> None:
-        driver, net, down, running = self.driver, self.net, self.jobs.down, self.jobs.jobs
-        for due, d in driver.due(now + AHEAD):
-            j, rank, to, sender, rid, data, measured, length = self.msgs.pop(d.tag)
-            self.unhold(j, rank, data)
-            if running.get(j.id) is not j:
-                continue  # the job ended (or was requeued) while the message was in flight
-            if j.nodes[to] in down:
-                self._error(sender, "node-down", f"rank {to} of job {j.id} is on node {j.nodes[to]}, which "
-                                                 f"went down before delivery", rid)
-                continue
-            delay = net.us(driver.record(j.stats, d, measured, length))
-            j.stats.bytes += len(data)
-            j.dirty = True
-            frame = P.encode_unchecked("net_msg", source=rank, data=data, due=due)
-            ident = j.ranks.get(to)
-            if ident is None:
-                j.inbox.setdefault(to, []).append(frame)
-            else:
-                self._send(ident, frame)
-            self._send(sender, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due))
-            self.links.late(self.kernel.now() - (due - AHEAD))  # this loop's own lateness
+        """After every turn: the model's work of the turn and the hand-overs it made due."""
+        self.mode.pump()
 
     def next_wake(self) -> float | None:
-        """The kernel's deadline: the next hand-over (AHEAD before a due time) or the driver's
-        wake-up, when the model must run again to learn its next deliveries LEAD ahead."""
-        if self.virtual:
-            return None  # no wall deadline: the ranks' frames move virtual time
-        t = self.driver.wakeup(self.lead)
-        due = self.driver.next_due()
-        if due is not None and (t is None or due - AHEAD < t):
-            t = due - AHEAD
-        return t
+        """The kernel's deadline (dilated time: the next hand-over or the model's next run;
+        virtual time: none, the ranks' frames move its clock)."""
+        return None if self.virtual else self.dilated.next_wake()
 
     # ------------------------------------------------------------------ daemon
 
