@@ -168,14 +168,13 @@ def _start_daemon(home, settings, cfg, procs, started, deadline) -> subprocess.P
     if cfg.get("network") and procs["interconnect"] is None:
         # a recovery leaves a live interconnect alone (it follows the new daemon's events) and
         # starts one that is gone
-        ilog = home / "interconnect.log"
-        iargv = [sys.executable, "-m", "emulator.live.interconnect", "--home", str(home),
-                 *configmod.argv("interconnect", settings)]
+        from emulator.live.netkeeper import spawn  # the one way it starts: here and the daemon's restarts
+
         with _signals_deferred():
-            iproc = _spawn(iargv, ilog)
+            iproc = spawn(home, settings)
             started.append(iproc)
         _wait_for(lambda: homemod.read_pidfile(home / "interconnect.pid"), deadline, "interconnect start",
-                  iproc, ilog)
+                  iproc, home / "interconnect.log")
     return dproc
 
 
