@@ -161,6 +161,7 @@ class Comm:
         # the interconnect's death (or restart, which forgets this task's hello) is a dropped
         # connection: seen here, it ends a wait with an error instead of a hang for ever
         self.mon = self.sock.get_monitor_socket(_GONE)
+        self.mon.setsockopt(zmq.LINGER, 0)
         self.sock.connect(self.endpoint)
         # a message is held to its due time, to the tens of us; slept, not spun (prompt_wakeups)
         self.kernel = Kernel(clock, precise=True, spin=0.0)
@@ -183,15 +184,11 @@ class Comm:
             hello["clock"] = True
         self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
                                 sync=sync, **hello))
-        deadline = self.now() + timeout
-        while True:
-            m = self._read(deadline)
-            if m is None:
-                raise CommError("timeout", f"no welcome from the interconnect at {self.endpoint} in {timeout} s")
-            if m["type"] == "net_welcome":
-                break
-            if m["type"] == "error":
-                raise CommError(m["code"], m["message"])
+        try:
+            m = self._welcomed(self.now() + timeout, timeout)
+        except BaseException:
+            self.close(linger=0)  # a refused task's context must not wait for ever when collected
+            raise
         self.welcome = m  # time ("dilated" / "virtual"), vt0, flit_bytes, cpu_scale, topology
         self.flow = m.get("time") != "virtual"
         # the interconnect's clock minus this one's: due times are the interconnect's monotonic
@@ -202,6 +199,16 @@ class Comm:
         self.unacked_bytes = 0
         self.dilation = m["dilation"]  # wall us per network us
         self.flit_time_us, self.length_flits = m["flit_time_us"], m["length_flits"]
+
+    def _welcomed(self, deadline: float, timeout: float) -> dict:
+        while True:
+            m = self._read(deadline)
+            if m is None:
+                raise CommError("timeout", f"no welcome from the interconnect at {self.endpoint} in {timeout} s")
+            if m["type"] == "net_welcome":
+                return m
+            if m["type"] == "error":
+                raise CommError(m["code"], m["message"])
 
     # mpi4py's names
     def Get_rank(self) -> int:
@@ -377,10 +384,11 @@ class Comm:
             raise CommError(m["code"], m["message"], m.get("id"))
         return m
 
-    def close(self) -> None:
+    def close(self, linger: int | None = None) -> None:
+        """Close the connection (``linger`` ms for unsent frames: the socket's 1 s by default)."""
         self.sock.disable_monitor()
         self.mon.close(linger=0)
-        self.sock.close()
+        self.sock.close(linger=linger)
         self.ctx.term()
 
     def __enter__(self):
