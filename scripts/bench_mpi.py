@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 import psutil
+from _cluster import ScriptCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "scripts" / "mpi_kernels.py"
@@ -57,25 +58,12 @@ JACOBI = ("jacobi 16 ranks", "64", "200")
 TARGET = 20_000  # messages/s (issue 28)
 
 
-class Cluster:
-    """One cluster of one checkout, driven through its command line; its processes recorded by
-    pid (and create time, so that a reused pid is never killed)."""
+class Cluster(ScriptCluster):
+    """One cluster of one checkout (scripts/_cluster.py), in virtual or dilated time."""
 
     def __init__(self, repo: Path, time_mode: str, dilation: float | None):
-        self.repo, self.mode, self.dilation = repo, time_mode, dilation
-        self.home = Path(tempfile.mkdtemp(prefix="mcbench-mpi-"))
-        self.env = dict(os.environ, MCEMU_HOME=str(self.home), PYTHONPATH=str(repo))
-        self.seen: dict[int, float] = {}
-
-    def mcemu(self, *args, timeout: float = 120.0) -> str:
-        r = subprocess.run([sys.executable, "-m", "emulator", *args], cwd=self.repo, env=self.env,
-                           capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise RuntimeError(f"mcemu {' '.join(args[:2])}: exit {r.returncode}: {r.stderr.strip()[-400:]}")
-        return r.stdout
-
-    def json(self, *args, **kw):
-        return json.loads(self.mcemu(*args, "--json", **kw))
+        super().__init__(repo, Path(tempfile.mkdtemp(prefix="mcbench-mpi-")))
+        self.mode, self.dilation = time_mode, dilation
 
     def up(self) -> None:
         extra = ["--net-time", self.mode] + (["--net-dilation", f"{self.dilation:g}"] if self.dilation else [])
@@ -83,42 +71,9 @@ class Cluster:
                    "--network", "wormhole", *extra)
         self.record()
 
-    def record(self) -> None:
-        pids = [self.pid("daemon.pid"), self.pid("interconnect.pid"), self.pid("launcher.pid")]
-        procs = [psutil.Process(p) for p in pids if p and psutil.pid_exists(p)]
-        for p in list(procs):
-            try:
-                procs += p.children(recursive=True)
-            except psutil.Error:
-                pass
-        for p in procs:
-            try:
-                self.seen.setdefault(p.pid, p.create_time())
-            except psutil.Error:
-                pass
-
-    def pid(self, name: str) -> int | None:
-        try:
-            return int((self.home / name).read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-
     def down(self) -> list[int]:
-        """``mcemu down``, then every recorded process still alive killed by pid; returns those."""
-        try:
-            self.record()
-            self.mcemu("down", timeout=60)
-        except Exception:  # noqa: BLE001 - what is left is killed below
-            pass
-        left = []
-        for pid, ct in self.seen.items():
-            try:
-                p = psutil.Process(pid)
-                if abs(p.create_time() - ct) < 0.05 and p.status() != psutil.STATUS_ZOMBIE:
-                    p.kill()
-                    left.append(pid)
-            except psutil.Error:
-                pass
+        """Stopped (what outlived ``mcemu down`` killed by pid and returned), its home removed."""
+        left = self.stop()
         subprocess.run(["rm", "-rf", str(self.home)], check=False)
         return left
 

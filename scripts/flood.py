@@ -39,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
+from _cluster import ScriptCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 PING_EVERY = 0.02
@@ -104,56 +104,12 @@ def _flooder(endpoint: str | None, home: str, key: str | None, jobs: int, querie
 
 # ---------------------------------------------------------------- the cluster
 
-class Cluster:
+class Cluster(ScriptCluster):
+    """The flooded cluster (scripts/_cluster.py); a client key of the environment is not its."""
+
     def __init__(self, repo: Path, home: Path):
-        self.repo, self.home = repo, home
-        self.env = dict(os.environ, MCEMU_HOME=str(home), PYTHONPATH=str(repo))
+        super().__init__(repo, home)
         self.env.pop("MCEMU_KEY", None)
-        self.seen: dict[int, float] = {}
-
-    def mcemu(self, *args, timeout: float = 120.0) -> str:
-        r = subprocess.run([sys.executable, "-m", "emulator", *args], cwd=self.repo, env=self.env,
-                           capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise RuntimeError(f"mcemu {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[-800:]}")
-        return r.stdout
-
-    def record(self) -> None:
-        """Remember every process of the cluster (daemon, launcher, nodes, tasks) by pid."""
-        pids = []
-        for f in ("daemon.pid", "launcher.pid", "interconnect.pid"):
-            try:
-                pids.append(int((self.home / f).read_text().split()[0]))
-            except (OSError, ValueError, IndexError):
-                pass
-        for pid in list(pids):
-            try:
-                pids.extend(p.pid for p in psutil.Process(pid).children(recursive=True))
-            except psutil.Error:
-                pass
-        for pid in pids:
-            try:
-                self.seen[pid] = psutil.Process(pid).create_time()
-            except psutil.Error:
-                pass
-
-    def stop(self) -> list[int]:
-        """``mcemu down``, then every recorded process still alive killed by its pid."""
-        self.record()
-        try:
-            self.mcemu("down", timeout=60)
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            print(f"mcemu down failed: {e}", file=sys.stderr)
-        left = []
-        for pid, created in self.seen.items():
-            try:
-                p = psutil.Process(pid)
-                if p.create_time() == created:
-                    p.kill()
-                    left.append(pid)
-            except psutil.Error:
-                pass
-        return left
 
     def journal(self, sql: str) -> int:
         db = sqlite3.connect(f"file:{self.home / 'journal.db'}?mode=ro", uri=True, timeout=10)
