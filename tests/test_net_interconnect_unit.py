@@ -263,7 +263,8 @@ def test_a_task_asks_for_prompt_wakeups():
                                   text=True, timeout=60).stdout)
     assert r["before"][0] > 1 and r["took"]["timer_slack"] and r["after"][0] == 1
     if r["before"][1] is not None:  # Linux >= 6.12 shows the slice in /proc/self/sched and takes ours
-        assert r["took"]["slice"] and r["after"][1] == 100_000 and r["before"][1] != 100_000
+        # (a slice is inherited too: a runner that built a Comm in its own process gives its 0.1 ms)
+        assert r["took"]["slice"] and r["after"][1] == 100_000
 
 
 def test_flow_control_bounds_what_a_rank_holds_and_an_ended_jobs_messages_leave(tmp_path, monkeypatch):

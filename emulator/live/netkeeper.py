@@ -57,7 +57,6 @@ class NetKeeper:
         self.restarts = 0
         self.backoff = BACKOFF
         self.started_at = None
-        self.stopped = False
         self._look = None
 
     def attach(self) -> None:
@@ -71,7 +70,7 @@ class NetKeeper:
         self._find()
 
     def _find(self) -> None:
-        if self.stopped or self.fd is not None:
+        if self.fd is not None or not self.m.running:
             return
         p = homemod.read_pidfile(self.home / "interconnect.pid")
         if p is None:
@@ -94,7 +93,7 @@ class NetKeeper:
             self.fd = None
         if self.child is not None and self.child.poll() is not None:
             self.child = None  # reaped: our own child, no zombie left
-        if self.stopped or not self.m.running:
+        if not self.m.running:  # a shutdown (``mcemu down``): nothing is restarted any more
             return
         now = self.m.now()
         why = f"the interconnect (pid {self.pid}) died; restarted" if self.pid else "the interconnect died"
@@ -111,7 +110,7 @@ class NetKeeper:
             m._fault(jr, None, why)
 
     def _restart(self) -> None:
-        if self.stopped or not self.m.running:  # a shutdown came meanwhile (``mcemu down``)
+        if not self.m.running:  # a shutdown came meanwhile (``mcemu down``)
             return
         if self.fd is None and homemod.read_pidfile(self.home / "interconnect.pid") is None:
             self.restarts += 1
@@ -119,17 +118,6 @@ class NetKeeper:
             self.child = spawn(self.home, self.m.cfg)
             log.info("interconnect restarted (pid %d), restart %d", self.child.pid, self.restarts)
         self._looking()
-
-    def stop(self) -> None:
-        """The cluster is going down: restart nothing, watch nothing."""
-        self.stopped = True
-        if self._look is not None:
-            self._look.cancel()
-            self._look = None
-        if self.fd is not None:
-            self.kernel.remove_reader(self.fd)
-            os.close(self.fd)
-            self.fd = None
 
 
 __all__ = ["NetKeeper", "spawn"]
