@@ -85,12 +85,10 @@ def _jobs(args, topo, profiles=None):
 
 def run(args) -> int:
     from emulator.sim.simulator import Simulation  # lazy: see the module docstring
-    from scheduler import allocators
     from scheduler.stack import StackConfig, build
     from scheduler.topology import parse_topology
 
     topo = parse_topology(args.topology)
-    args.allocator = args.allocator or allocators.default(topo)  # the topology's when none is named
     if args.time is None and args.jobs is None and not args.trace:
         raise UsageError("give --time T (observation time) or --jobs N (completions)")
     if args.time is not None and args.time <= 0:
@@ -110,7 +108,8 @@ def run(args) -> int:
     if config.gang is not None:
         return run_gang(args, topo, config)
     args.scheduler = config.discipline
-    d = build(config).policy
+    stack = build(config)
+    d, args.allocator = stack.policy, stack.config.allocator  # None given: the topology's (build)
     jobs, info = _jobs(args, topo, profiles)
     model = net = None
     if profiles:
