@@ -80,6 +80,9 @@ class PointResult:
     reps: int
     capped: bool
     stats: dict  # metric -> (mean, half-width)
+    # metric -> its values in replications 0, 1, ... (from runs.jsonl), when known: a difference of
+    # two points is then judged on its paired interval (verdict.Est)
+    samples: dict | None = field(default=None, repr=False, compare=False)
 
     def mean(self, metric: str) -> float:
         return self.stats.get(metric, (math.nan, math.nan))[0]
@@ -89,7 +92,8 @@ class PointResult:
 
     def est(self, metric: str) -> verdict.Est:
         mu, hw = self.stats.get(metric, (math.nan, math.nan))
-        return verdict.Est(mu, hw)
+        reps = (self.samples or {}).get(metric)
+        return verdict.Est(mu, hw, tuple(reps) if reps is not None and hw != 0 else None)
 
 
 class Results:

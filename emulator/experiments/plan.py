@@ -94,5 +94,6 @@ class Plan:
                 stats[m] = (mu, 0.0 if exp.deterministic else hw)
             precise = all(precise_enough([v.get(s) for v in used], exp.precision) for s in self.stop_on)
             capped = (not exp.deterministic) and final and c >= self.cap and not precise
-            out.append(PointResult(self.by_key[k], len(used), capped, stats))
+            samples = {m: [v.get(m) for v in used] for m in names}
+            out.append(PointResult(self.by_key[k], len(used), capped, stats, samples))
         return Results(exp, out, quick)

@@ -124,6 +124,8 @@ def check_lines(check: Check) -> list[str]:
         head = {"claim": "", "sensitivity": "sensitivity row (not scored), "}.get(s.role, "")
         box = "-" if s.role == "note" else ("s" if s.role == "sensitivity" else _BOX[s.outcome])
         line = f"- [{box}] {head}{verdict.mark(s.outcome)}: {s.text}"
+        if s.basis:
+            line += f" [{s.basis}]"
         if s.tol:
             line += f" *Tolerance: {s.tol} ({s.why}).*"
         out.append(line)
@@ -189,6 +191,7 @@ def _summary(exp, res, check, quick, computed, secs) -> dict:
         "quick": quick, "verdict": check.verdict,
         "counts": check.counts,
         "checks": [{"holds": s.ok, "claim": s.text, "outcome": s.outcome, "role": s.role,
+                    **({"intervals": s.basis} if s.basis else {}),
                     **({"tolerance": s.tol, "why": s.why} if s.tol else {})} for s in check.subs],
         "replications_computed": computed, "wall_seconds": round(secs, 3),
         "points": [{"params": p.params, "replications": p.reps, "capped": p.capped,

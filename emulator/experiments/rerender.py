@@ -2,7 +2,8 @@
 [NAME ...] --out docs/results`` writes every output of ``mcemu reproduce`` (REPORT.md, CSV, JSON,
 figure, index) from ``DIR/NAME/runs.jsonl``, and fails rather than start a run if a replication is
 missing (a check rewritten, a report re-rendered: the numbers do not move). :func:`load_results`
-rebuilds an experiment's :class:`Results` from its ``results.csv`` alone (what a reader has, and
+rebuilds an experiment's :class:`Results` from its ``results.csv`` and, for the paired intervals of
+differences, the replications of ``runs.jsonl`` beside it (the committed files a reader has, and
 what the tests pin the verdicts on)."""
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from emulator import experiments
 from emulator.experiments.experiment import Experiment, PointResult, ReproduceError, Results
 from emulator.experiments.report import CSV_TAIL
+from emulator.experiments.stats import point_key
 
 
 class NoRuns:
@@ -65,14 +67,40 @@ def load_results(exp: Experiment, folder: Path, quick: bool = False) -> Results:
         metric, mu, hw, reps, capped = r[len(cols):]
         d = by_key.setdefault(key, {"stats": {}, "reps": int(reps), "capped": bool(int(capped))})
         d["stats"][metric] = (float(mu), float(hw) if hw else math.nan)
+    for params in grid:
+        if tuple(_cell(params.get(c)) for c in cols) not in by_key:
+            raise ReproduceError(f"{exp.name}: no row in results.csv for {params}")
+    runs = _samples(folder, {point_key(p): by_key[tuple(_cell(p.get(c)) for c in cols)]["reps"] for p in grid})
     points = []
     for params in grid:
         key = tuple(_cell(params.get(c)) for c in cols)
-        if key not in by_key:
-            raise ReproduceError(f"{exp.name}: no row in results.csv for {params}")
         d = by_key[key]
-        points.append(PointResult(params, d["reps"], d["capped"], d["stats"]))
+        points.append(PointResult(params, d["reps"], d["capped"], d["stats"], runs.get(point_key(params))))
     return Results(exp, points, quick)
+
+
+def _samples(folder: Path, reps_of: dict) -> dict:
+    """{point key: {metric: [value of replication 0, 1, ..]}} from ``folder/runs.jsonl`` (committed
+    beside results.csv), the replications 0..n-1 that the point's n in results.csv counts; a point
+    missing one of them gets none (its differences are then judged unpaired)."""
+    path = Path(folder) / "runs.jsonl"
+    if not path.exists():
+        return {}
+    done: dict = {}
+    with path.open() as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                done.setdefault(rec["key"], {}).setdefault(int(rec["rep"]), rec["metrics"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    out = {}
+    for key, n in reps_of.items():
+        reps = done.get(key, {})
+        if n and all(r in reps for r in range(n)):
+            used = [reps[r] for r in range(n)]
+            out[key] = {m: [v.get(m) for v in used] for m in {m for v in used for m in v}}
+    return out
 
 
 def rerender(name: str, out_dir: Path) -> dict:

@@ -125,3 +125,4 @@ def rep_seed(name: str, rep: int) -> int:
 
 def point_key(params: dict) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+
