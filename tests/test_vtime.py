@@ -89,7 +89,7 @@ class Published:
     """A rank's published clock (emulator.live.vclock) as the test sets it."""
 
     def __init__(self):
-        self.value = (False, 0.0, 1.0, 0)  # paused, clock (s), mark (thread CPU s), frames sent
+        self.value = (False, 0.0, 1.0, 0, 1.0)  # paused, clock (s), mark (thread CPU s), frames sent, factor
 
     def read(self):
         return self.value
@@ -105,11 +105,11 @@ def test_a_computing_rank_s_bound_grows_with_the_clock_it_publishes_and_the_cpu_
     w.vt.refresh()
     assert math.isclose(w.r[0].vt, 3000.0)
     assert w.answers()[0] == {}
-    pub.value = (True, s(4000), 1.0, 0)  # inside an MPI call: the clock stands, whatever the CPU does
+    pub.value = (True, s(4000), 1.0, 0, 1.0)  # inside an MPI call: the clock stands, whatever the CPU does
     w.cpu[101] = 1.0 + s(9000)
     w.vt.refresh()
     assert math.isclose(w.r[0].vt, 4000.0)
-    pub.value = (False, s(4000), 1.0 + s(9000), 0)  # back in the program at CPU time 1 + 9000 flits
+    pub.value = (False, s(4000), 1.0 + s(9000), 0, 1.0)  # back in the program at CPU time 1 + 9000 flits
     w.cpu[101] = 1.0 + s(10_500)
     w.vt.refresh()
     assert math.isclose(w.r[0].vt, 5500.0)
@@ -157,9 +157,9 @@ def test_a_published_clock_reads_back_and_a_new_one_raises_no_bound(tmp_path):
 
     w = ClockWriter(tmp_path / "clocks" / "1.1.0")
     r = ClockReader(tmp_path / "clocks" / "1.1.0")
-    assert r.read() == (True, 0.0, 0.0, 0)  # before the rank's welcome: stopped at 0
+    assert r.read() == (True, 0.0, 0.0, 0, 1.0)  # before the rank's welcome: stopped at 0
     w.set(0.25, 3.5, False, 0)
-    assert r.read() == (False, 0.25, 3.5, 0)
+    assert r.read() == (False, 0.25, 3.5, 0, 1.0)
     world = World(1, pids=(7,))
     world.r[0].shared = r
     world.cpu[7] = 3.5 + 0.001

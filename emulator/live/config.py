@@ -129,6 +129,15 @@ def _net_time(v):
     return v
 
 
+CPU_CLOCKS = ("raw", "gauged")
+
+
+def _cpu_clock(v):
+    if v not in CPU_CLOCKS:
+        raise ValueError(f"--cpu-clock must be one of {', '.join(CPU_CLOCKS)}, got {v!r}")
+    return v
+
+
 def _cpu_scale(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e6:
         raise ValueError(f"--cpu-scale must be a number of node seconds per host CPU second within 0-1e6, "
@@ -201,6 +210,9 @@ SETTINGS = (
     Setting("cpu_scale", POLICY, (DAEMON,), "virtual time: seconds of an emulated node's time per second of host "
             "CPU a rank's program uses (0: computation takes no time, the clocks move by messages alone) "
             "(default {default})", type=float, default=1.0, check=_cpu_scale, arg={"metavar": "S"}),
+    Setting("cpu_clock", POLICY, (DAEMON,), "virtual time: a rank's CPU seconds as the host counts them (raw) or "
+            "rescaled by a host-speed gauge, a reference work timed as it runs (gauged: docs/ARCHITECTURE.md) "
+            "(default {default})", default="raw", check=_cpu_clock, arg={"choices": CPU_CLOCKS}),
     Setting("flit_bytes", POLICY, (DAEMON,), "bytes per flit: a program's message of B bytes is a header flit plus "
             "ceil(B / flit bytes) flits (default {default}: the text's L = 500 flits is a 1 KB message)", type=int,
             default=2, check=_within("--flit-bytes", 1, 1 << 20), arg={"metavar": "B"}),

@@ -10,6 +10,8 @@ The decisions are emulator.live.vtime's; this is their glue to the task connecti
   model at ``vt``; ``notice``: the sender wants its delivery notice as an event (pattern jobs);
 * ``net_wait`` {vt, until, what} is answered by the frames due up to the answer and then
   ``net_go`` {vt}; ``net_bye`` ends a rank;
+* ``--cpu-clock gauged``: the interconnect calibrates the host-speed gauge at its start and the
+  welcome carries the reference (``cpu_gauge``); a rank's published clock carries its factor;
 * after every turn the model runs as far as is safe (VirtualTime.step); while a waiting rank
   needs a computing rank's clock to grow, the clocks the computing ranks publish and their CPU
   time are read every REFRESH seconds (VirtualTime.refresh, emulator.live.vclock);
@@ -45,6 +47,12 @@ class VirtualMode:
         self.cpu_scale = 1.0 if scale is None else float(scale)
         self.driver = NetworkDriver(net, Clock.virtual(1e6 / net.flit_time))  # seconds -> flit times
         self.vt = VirtualTime(self.driver, self._route, self.cpu_scale)
+        self.cpu_gauge = None  # --cpu-clock gauged: the reference work's seconds here, now (nodes.mpi.cpuclock)
+        if cfg.get("cpu_clock") == "gauged":
+            from nodes.mpi.cpuclock import calibrate
+
+            self.cpu_gauge = calibrate()
+            log.info("cpu clock gauged: the reference work takes %.1f us", self.cpu_gauge * 1e6)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
         self.failed: set = set()
         self.ready: dict = {}  # group -> its jobs whose ranks are all in, waiting for the others (group_jobs)
@@ -88,7 +96,8 @@ class VirtualMode:
             self.ic._send(who, P.encode_unchecked(
                 "net_welcome", job=j.id, rank=rank, size=j.size, dilation=1.0, flit_time_us=net.flit_time,
                 length_flits=net.length, time="virtual", vt0=self.vt.seconds(vt0), flit_bytes=self.flit_bytes,
-                cpu_scale=self.cpu_scale, topology=self.ic.cfg["topology"], startup_flits=net.startup))
+                cpu_scale=self.cpu_scale, topology=self.ic.cfg["topology"], startup_flits=net.startup,
+                **({"cpu_gauge": self.cpu_gauge} if self.cpu_gauge else {})))
         j.waiting.clear()
         return vt0
 

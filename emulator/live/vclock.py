@@ -4,9 +4,10 @@ In virtual time a rank that computes sends no frame, yet the others may wait on 
 (emulator.live.vtime: nobody is answered past a computing rank's bound). The rank publishes how
 its clock is made (:class:`ClockWriter`, nodes.mpi.live): the clock at the last moment it was
 set, whether the program is inside an MPI call (``paused``: the clock does not move) and, when
-not, the thread CPU time at which the program resumed. The interconnect reads it
+not, the thread CPU time at which the program resumed and the gauge's factor for the interval
+that began then (nodes.mpi.cpuclock; 1 with ``--cpu-clock raw``). The interconnect reads it
 (:class:`ClockReader`) with the thread's CPU time from the host (/proc schedstat, never ahead of
-the thread's own clock): the rank's clock is at least ``clock + scale * (cpu - mark)``, exactly
+the thread's own clock): the rank's clock is at least ``clock + scale * factor * (cpu - mark)``, exactly
 the rank's own rule, so the bound needs no margin and the library's own CPU time (nodes.mpi.timing)
 is never counted. The record also counts the frames the rank has sent: frames still on their way
 carry older clocks, so a record is used only once the interconnect has read as many (a send of
@@ -24,12 +25,12 @@ import os
 import struct
 from pathlib import Path
 
-_REC = struct.Struct("<IIddQ")  # sequence, paused, clock (s), mark (thread CPU s), frames sent
+_REC = struct.Struct("<IIddQd")  # sequence, paused, clock (s), mark (thread CPU s), frames sent, factor
 SIZE = _REC.size
 
 
 class ClockWriter:
-    """The rank's side: ``set(clock, mark, paused)`` after every change."""
+    """The rank's side: ``set(clock, mark, paused, frames, factor)`` after every change."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -45,10 +46,10 @@ class ClockWriter:
         # record of zeros would read as "computing since CPU time 0", the whole start-up)
         self.set(0.0, 0.0, True, 0)
 
-    def set(self, clock: float, mark: float, paused: bool, frames: int) -> None:
+    def set(self, clock: float, mark: float, paused: bool, frames: int, factor: float = 1.0) -> None:
         mm, seq = self.mm, self.seq
         struct.pack_into("<I", mm, 0, seq + 1)
-        _REC.pack_into(mm, 0, seq + 1, 1 if paused else 0, clock, mark, frames)
+        _REC.pack_into(mm, 0, seq + 1, 1 if paused else 0, clock, mark, frames, factor)
         self.seq = seq + 2
         struct.pack_into("<I", mm, 0, seq + 2)
 
@@ -61,8 +62,8 @@ class ClockWriter:
 
 
 class ClockReader:
-    """The interconnect's side: ``read()`` -> (paused, clock, mark, frames) or None (no consistent
-    read)."""
+    """The interconnect's side: ``read()`` -> (paused, clock, mark, frames, factor) or None (no
+    consistent read)."""
 
     def __init__(self, path: Path):
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -76,11 +77,11 @@ class ClockReader:
     def read(self):
         mm = self.mm
         for _ in range(4):
-            seq, paused, clock, mark, frames = _REC.unpack_from(mm, 0)
+            seq, paused, clock, mark, frames, factor = _REC.unpack_from(mm, 0)
             if seq & 1:
                 continue
             if struct.unpack_from("<I", mm, 0)[0] == seq:
-                return bool(paused), clock, mark, frames
+                return bool(paused), clock, mark, frames, factor
         return None
 
     def close(self) -> None:

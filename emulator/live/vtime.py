@@ -242,9 +242,9 @@ class VirtualTime:
         got = r.shared.read()
         if got is None or got[3] != r.frames:  # frames on their way carry older clocks: not yet
             return
-        paused, clock, mark, _ = got
+        paused, clock, mark, _, factor = got
         if not paused and cpu > mark:
-            clock += (cpu - mark) * self.scale
+            clock += (cpu - mark) * self.scale * factor  # the rank's factor for this interval
         t = self.flits(clock)
         if t > r.vt:
             r.vt = t

@@ -5,7 +5,9 @@ interconnect (nodes.comm), in the cluster's network time.
 side): the rank keeps a clock. Between two calls of the transport it advances by the CPU time
 the program used (``time.thread_time``, this thread only: not the time it waited for a core,
 so a busy host changes nothing), times ``cpu_scale``; the transport's own CPU time is not
-counted. Every frame carries the clock (``vt``) and the CPU time (``cpu``): a send enters the
+counted. With ``--cpu-clock gauged`` that CPU time is in units of a reference work, times a
+factor the rank's gauge (nodes.mpi.cpuclock) fixes when the program resumes: how fast the host
+runs the reference now against the cluster's calibration. Every frame carries the clock (``vt``) and the CPU time (``cpu``): a send enters the
 model at ``vt``; a wait is answered by the interconnect with the messages due by the answer
 and the new clock (``net_go``). ``MPI.Wtime()`` is the clock, from the job's start (0).
 
@@ -52,11 +54,13 @@ class LiveTransport:
         self.events: list = []  # the trace (virtual time)
         self.sent_to = defaultdict(int)  # dest -> messages sent to it (the trace's seq)
         self.got_from = defaultdict(int)
-        self.mark = _thread_time()  # CPU time when the program last resumed
         self.paused = False  # inside an MPI call: the library's CPU time is not the program's (nodes.mpi.timing)
+        self.gauge = _gauge(w) if self.virtual else None
+        self.factor = self.gauge.update() if self.gauge is not None else 1.0  # this interval's (cpuclock)
+        self.mark = _thread_time()  # CPU time when the program last resumed
         self.frames = 0  # frames sent with a clock (send, wait, bye): the published record says how many
         if self.shared is not None:
-            self.shared.set(self.clock, self.mark, False, 0)
+            self.shared.set(self.clock, self.mark, False, 0, self.factor)
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ the clock
@@ -69,33 +73,36 @@ class LiveTransport:
         if self.shared is not None:
             # stopped first, at the clock it had: a reader that saw "running" read the host's CPU
             # time before this, so its bound stays below the clock computed next
-            self.shared.set(self.clock, self.mark, True, self.frames)
-        dt = (_thread_time() - self.mark) * self.scale
+            self.shared.set(self.clock, self.mark, True, self.frames, self.factor)
+        dt = (_thread_time() - self.mark) * self.scale * self.factor
         if dt > 0:
             self.clock += dt
             self.events.append(["c", dt])
         self.paused = True
         if self.shared is not None:
-            self.shared.set(self.clock, self.mark, True, self.frames)
+            self.shared.set(self.clock, self.mark, True, self.frames, self.factor)
         return True
 
     def resume(self) -> None:
         """The MPI call returns: the program's CPU time counts again from now."""
         self.paused = False
+        if self.gauge is not None:  # its probe before the mark: the probe's CPU time is nobody's
+            self.factor = self.gauge.update()
         self.mark = _thread_time()
         if self.shared is not None:
-            self.shared.set(self.clock, self.mark, False, self.frames)
+            # the factor with the mark: the interconnect's bound applies the one the clock will
+            self.shared.set(self.clock, self.mark, False, self.frames, self.factor)
 
     def _publish(self) -> None:
         if self.shared is not None:  # the clock moved inside a call (a wait's answer, a sleep)
-            self.shared.set(self.clock, self.mark, True, self.frames)
+            self.shared.set(self.clock, self.mark, True, self.frames, self.factor)
 
     def wtime(self) -> float:
         if not self.virtual:
             return time.monotonic() - self.t0
         if self.paused:
             return self.clock - self.vt0
-        return self.clock + (_thread_time() - self.mark) * self.scale - self.vt0
+        return self.clock + (_thread_time() - self.mark) * self.scale * self.factor - self.vt0
 
     # ------------------------------------------------------------------ messages
 
@@ -201,6 +208,17 @@ class LiveTransport:
         tmp = d / f".rank-{self.rank}.json.tmp"
         tmp.write_text(json.dumps(doc, separators=(",", ":")))
         os.replace(tmp, d / f"rank-{self.rank}.json")
+
+
+def _gauge(welcome: dict):
+    """The rank's host-speed gauge against the calibration its welcome carries (``--cpu-clock
+    gauged``), None for CPU seconds as the host counts them."""
+    ref = welcome.get("cpu_gauge")
+    if not ref:
+        return None
+    from nodes.mpi.cpuclock import Gauge
+
+    return Gauge(ref)
 
 
 def _shared_clock():
