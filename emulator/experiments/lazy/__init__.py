@@ -11,12 +11,12 @@ of section 3.1.
 
 One module per figure group: ``common`` (the shared settings), ``delay`` (Figures 3, 4),
 ``utilization`` (5-7), ``observation`` (8), ``power`` (Table I), ``completion`` (9),
-``allocators`` (10).
+``allocators`` (10), ``independent`` (section 5's independent-demand runs).
 """
 from __future__ import annotations
 
 # each module registers its experiments on import; this order is the order of ``mcemu reproduce
 # --list`` and of the results index (the paper's figure order)
 from emulator.experiments.lazy import (  # noqa: F401
-    delay, utilization, observation, power, completion, allocators,
+    delay, utilization, observation, power, completion, allocators, independent,
 )
