@@ -150,11 +150,22 @@ def test_gang_metrics():
     assert m["completed"] == 3 and m["mean_turnaround"] == pytest.approx(14 / 3)
     assert m["mean_slowdown"] == pytest.approx(1.5)
     assert m["mean_turnaround_short"] == pytest.approx(2.5) and m["mean_turnaround_long"] == 9.0
-    assert m["makespan"] == 10.0 and m["throughput"] == pytest.approx(0.3)
+    # completed / makespan has its own name: ``throughput`` is completed / observation time
+    assert m["makespan"] == 10.0 and m["jobs_per_makespan"] == pytest.approx(0.3) and "throughput" not in m
     assert m["jobs_per_level"] == {"0": 1, "1": 1}
     assert m["context_switches"] == 3 and m["switch_cost"] == 0.5 and m["policy"] == "rr"
     empty = M.gang_metrics("rr", [], {}, short_threshold=0.0, costs={})
-    assert empty["mean_turnaround"] is None and empty["throughput"] is None and empty["makespan"] == 0.0
+    assert empty["mean_turnaround"] is None and empty["jobs_per_makespan"] is None and empty["makespan"] == 0.0
+
+
+def test_comm_metrics_name_their_slowdown_apart_from_the_gang_one():
+    recs = [{"mean_delay_us": 30.0, "mean_contention_us": 5.0, "run_time": 6.0, "contention_free_run_time": 4.0,
+             "slowdown": 1.5, "messages": 10},
+            {"mean_delay_us": 20.0, "mean_contention_us": 0.0, "run_time": 2.0, "contention_free_run_time": 2.0,
+             "slowdown": 1.0, "messages": 4}]
+    m = M.comm_metrics(recs)
+    assert m["mean_comm_slowdown"] == pytest.approx(1.25) and "mean_slowdown" not in m
+    assert m["comm_completed"] == 2 and m["messages"] == 14 and m["mean_message_delay"] == pytest.approx(25.0)
 
 
 def test_the_live_monitor_uses_the_same_formulas():

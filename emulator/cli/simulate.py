@@ -14,78 +14,76 @@ import time
 
 from emulator.cli import UsageError, print_json
 from emulator.jsonable import jsonable as _jsonable
+from emulator.sim.spec import WorkloadSpec  # stdlib only: the workload's defaults, for the help
 
 
-def _comm(args, topo):
-    """``--comm`` profiles, or None: [(CommProfile, share)]."""
-    if not args.comm:
-        return None
-    from scheduler.comm_profile import parse_comm  # lazy: see the module docstring
-
-    return [parse_comm(spec) for spec in args.comm]
-
-
-def _size_dist(args, topo, profiles):
-    """The size distribution: --size-dist, else uniform on a cube and processors on a mesh;
-    with --comm on a mesh, square-var when a profile's pattern needs square jobs."""
-    if args.size_dist:
-        return args.size_dist
-    if topo.kind == "hypercube":
-        return "uniform"
-    if profiles and not all(c.fits(2, 3) for c, _ in profiles):
-        return "square-var"
-    return "processors"
-
-
-def _model(args, topo, profiles):
-    """The communicating jobs' work model and the JSON's ``network`` block (time unit rule)."""
-    from emulator.sim.comm_work import CommWork, auto_unit  # lazy: see the module docstring
-
-    unit = args.net_time_unit.strip().lower()
+def _net_time_unit(text: str):
+    unit = text.strip().lower()
     if unit == "auto":
-        if args.trace:
-            us, rule = args.time_unit * 1e6, "auto: the trace's --time-unit seconds"
-        else:
-            us = auto_unit(profiles, args.service_mean, length=args.message_length, flit_time=args.flit_time)
-            rule = ("auto: the profiles' mean contention-free run time K x (MTBS + L x T_t) is "
-                    "--service-mean units")
-    else:
-        try:
-            us = float(unit)
-        except ValueError:
-            raise UsageError(f"--net-time-unit must be microseconds per time unit or auto, "
-                             f"got {args.net_time_unit!r}") from None
-        rule = "given (--net-time-unit)"
-    model = CommWork(topo, unit_us=us, flit_time=args.flit_time, length=args.message_length, seed=args.seed)
-    net = {**model.settings(), "time_unit_rule": rule,
-           "profiles": [{"comm": str(c), "share": s} for c, s in profiles]}
-    return model, net
+        return unit
+    try:
+        return float(unit)
+    except ValueError:
+        raise UsageError(f"--net-time-unit must be microseconds per time unit or auto, got {text!r}") from None
 
 
-def _jobs(args, topo, profiles=None):
-    from emulator.sim import workloads  # lazy: see the module docstring
+def _refuse_with_gang(args, config) -> None:
+    """What a gang run does not use is refused, not silently dropped (the daemon refuses
+    --gang with --reduction the same way)."""
+    for flag, value in (("--reduction", config.reduction), ("--scheduler", args.scheduler),
+                        ("--warmup", args.warmup or None), ("--write-swf", args.write_swf),
+                        ("--jobs-out", args.jobs_out)):
+        if value is not None:
+            raise UsageError(f"{flag} does not apply to a gang run (--gang {args.gang})")
+
+
+def _spec(args, config):
+    """The command's options as one RunSpec (emulator.sim.spec): the workload's defaults are
+    the spec's, the work model gang with --gang, comm with --comm, else fixed."""
+    from emulator.sim.spec import Observers, RunSpec, StopRule, WorkloadSpec  # lazy: see the module docstring
 
     if args.trace:
-        from emulator.sim import swf
+        w = WorkloadSpec(trace=args.trace, time_unit=args.time_unit, seed=args.seed)
+    else:
+        if args.load is None:
+            raise UsageError("a synthetic run needs --load (or give --trace FILE)")
+        given = {"size": args.size_dist, "service": args.service, "service_mean": args.service_mean,
+                 "demand": args.demand}
+        w = WorkloadSpec(load=args.load, seed=args.seed, **{k: v for k, v in given.items() if v is not None})
+    if config.gang is not None:
+        work, options = "gang", {"switch_cost": args.switch_cost, "reload_time": args.reload_time,
+                                 "reload_rate": args.reload_rate}
+    elif args.comm:
+        work, options = "comm", {"comm": list(args.comm), "net_time_unit": _net_time_unit(args.net_time_unit),
+                                 "flit_time": args.flit_time, "message_length": args.message_length}
+    else:
+        work, options = "fixed", {}
+    observe = Observers(records=bool(args.write_swf or args.jobs_out), nodes=bool(args.jobs_out))
+    return RunSpec(config, w, StopRule(args.time, args.jobs, args.warmup), work, options, observe)
 
-        jobs = swf.read_jobs(args.trace, topo, time_unit=args.time_unit)
-        return jobs, {"trace": str(args.trace), "jobs": len(jobs)}
-    if args.load is None:
-        raise UsageError("a synthetic run needs --load (or give --trace FILE)")
-    size_dist = _size_dist(args, topo, profiles)
-    wl = workloads.make_workload(
-        topo, load=args.load, size_dist=size_dist, service=args.service,
-        service_mean=args.service_mean, demand=args.demand, seed=args.seed,
-    )
-    info = {"load": args.load, "arrival_rate": wl.rate, "mean_job_size": wl.mean_size,
-            "size_dist": wl.size_dist, "service": wl.service, "service_mean": wl.service_mean,
-            "demand": wl.demand, "seed": args.seed}
-    return wl.jobs(), info
+
+def _run_with_progress(spec, args):
+    """The run, with a Rich progress bar on a terminal (not with --json)."""
+    import dataclasses
+
+    from emulator.sim.run import run as run_spec  # lazy: see the module docstring
+
+    if not (sys.stderr.isatty() and not args.json) or spec.work == "gang":
+        return run_spec(spec)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # lazy: see the module docstring
+
+    total = args.time or args.jobs
+    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), transient=True) as prog:
+        task = prog.add_task("sim", total=total)
+        by_time = args.time is not None
+        show = lambda now, done: prog.update(task, completed=now if by_time else done)  # noqa: E731
+        return run_spec(dataclasses.replace(spec, observe=dataclasses.replace(spec.observe, progress=show)))
 
 
 def run(args) -> int:
-    from emulator.sim.simulator import Simulation  # lazy: see the module docstring
-    from scheduler.stack import StackConfig, build
+    """One run of any work model: the options -> a RunSpec -> emulator.sim.run.run -> the output."""
+    from scheduler.stack import StackConfig  # lazy: see the module docstring
     from scheduler.topology import parse_topology
 
     topo = parse_topology(args.topology)
@@ -98,126 +96,65 @@ def run(args) -> int:
     # --gang none means no time sharing, --reduction none no reduction (StackConfig.from_options)
     config = StackConfig.from_options(topology=topo, allocator=args.allocator, scheduler=args.scheduler,
                                       reduction=args.reduction, gang=args.gang, params=args.param or ())
-    params = dict(config.params)
+    if args.comm and (config.gang is not None or config.reduction is not None):
+        raise UsageError("--comm does not combine with --gang or --reduction (one rank per node, no time sharing)")
+    if config.gang is not None:
+        _refuse_with_gang(args, config)
     for flag, path in (("--write-swf", args.write_swf), ("--jobs-out", args.jobs_out)):
         if path:
             _check_output(path, flag)  # before the run, not after it
-    profiles = _comm(args, topo)
-    if profiles and (config.gang is not None or config.reduction is not None):
-        raise UsageError("--comm does not combine with --gang or --reduction (one rank per node, no time sharing)")
-    if config.gang is not None:
-        return run_gang(args, topo, config)
-    args.scheduler = config.discipline
-    stack = build(config)
-    d, args.allocator = stack.policy, stack.config.allocator  # None given: the topology's (build)
-    jobs, info = _jobs(args, topo, profiles)
-    model = net = None
-    if profiles:
-        from emulator.sim.comm_work import comm_jobs
-
-        model, net = _model(args, topo, profiles)
-        jobs = comm_jobs(jobs, profiles, topo, seed=args.seed)
-    keep = bool(args.write_swf or args.jobs_out)
-    sim = Simulation(d, jobs, until=args.time, completions=args.jobs, warmup=args.warmup,
-                     keep_records=keep, keep_nodes=bool(args.jobs_out), model=model)
-    t0 = time.perf_counter()
-    show = sys.stderr.isatty() and not args.json
-    if show:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # lazy: see the module docstring
-
-        total = args.time or args.jobs or (len(jobs) if isinstance(jobs, list) else None)
-        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                      TimeElapsedColumn(), transient=True) as prog:
-            task = prog.add_task("sim", total=total)
-            by_time = args.time is not None
-            sim.progress = lambda now, done: prog.update(task, completed=now if by_time else done)
-            res = sim.run()
-    else:
-        res = sim.run()
-    wall = time.perf_counter() - t0
-    m = res.metrics
-    out = {
-        "topology": str(topo), "allocator": args.allocator, "scheduler": args.scheduler,
-        "reduction": args.reduction or "none", "params": params, "workload": info,
-        "wall_seconds": wall, "events_per_second": m["events"] / wall if wall > 0 else None,
-        "metrics": m,
-    }
-    if net is not None:
-        out["network"] = net
-    if args.write_swf:
-        from emulator.sim import swf
-
-        swf.write_schedule(args.write_swf, res.records, topology=topo,
-                           time_unit=args.time_unit if args.trace else 1.0,
-                           note=f"mcemu simulate {args.allocator}/{args.scheduler}")
-        out["swf_written"] = str(args.write_swf)
-    if args.jobs_out:
-        from emulator.sim.batsim import write_jobs_csv  # lazy: see the module docstring
-
-        name = os.path.basename(str(args.trace)) if args.trace else f"mcemu-load-{args.load:g}-seed-{args.seed}"
-        write_jobs_csv(args.jobs_out, res.records, workload_name=name,
-                       time_unit=args.time_unit if args.trace else 1.0)
-        out["jobs_written"] = str(args.jobs_out)
+    res = _run_with_progress(_spec(args, config), args)
+    out = _output(args, topo, res)
     if args.json:
         print_json(_jsonable(out))
+    elif config.gang is not None:
+        print_gang(out)
     else:
         print_metrics(out)
     return 0
 
 
-def run_gang(args, topo, config) -> int:
-    """Time-shared run (multilevel two-queue paper): a finite job list through the gang
-    simulator; ``--param`` goes to the gang policy (e.g. ``mpl=4``, ``N=6``)."""
-    from emulator.sim import gang as gang_sim  # lazy: see the module docstring
-    from emulator.sim import workloads
-    from scheduler.stack import build
+def _output(args, topo, res) -> dict:
+    """The command's document: the stack as built, the workload, the metrics (one schema)."""
+    stack, wall, m = res.stack, res.wall_seconds, res.metrics
+    if stack.gang is not None:
+        return {"topology": str(topo), "allocator": stack.allocator, "gang": stack.gang, "params": dict(stack.params),
+                "workload": res.workload, "wall_seconds": wall, "metrics": m}
+    out = {
+        "topology": str(topo), "allocator": stack.allocator, "scheduler": stack.discipline,
+        "reduction": stack.reduction or "none", "params": dict(stack.params), "workload": res.workload,
+        "wall_seconds": wall, "events_per_second": m["events"] / wall if wall > 0 else None, "metrics": m,
+    }
+    if res.network is not None:
+        out["network"] = res.network
+    unit = args.time_unit if args.trace else 1.0
+    if args.write_swf:
+        from emulator.sim import swf  # lazy: see the module docstring
 
-    # what a gang run does not use is refused, not silently dropped (the daemon refuses
-    # --gang with --reduction the same way)
-    for flag, value in (("--reduction", config.reduction), ("--scheduler", args.scheduler),
-                        ("--warmup", args.warmup or None), ("--write-swf", args.write_swf),
-                        ("--jobs-out", args.jobs_out)):
-        if value is not None:
-            raise UsageError(f"{flag} does not apply to a gang run (--gang {args.gang})")
-    policy = build(config).policy
-    params = dict(config.params)
-    if args.trace:
-        from emulator.sim import swf
+        swf.write_schedule(args.write_swf, res.records, topology=topo, time_unit=unit,
+                           note=f"mcemu simulate {out['allocator']}/{out['scheduler']}")
+        out["swf_written"] = str(args.write_swf)
+    if args.jobs_out:
+        from emulator.sim.batsim import write_jobs_csv  # lazy: see the module docstring
 
-        jobs = list(swf.read_jobs(args.trace, topo, time_unit=args.time_unit))
-        info = {"trace": str(args.trace), "jobs": len(jobs)}
-    else:
-        if args.load is None:
-            raise UsageError("a synthetic run needs --load (or give --trace FILE)")
-        size_dist = args.size_dist or ("uniform" if topo.kind == "hypercube" else "processors")
-        wl = workloads.make_workload(topo, load=args.load, size_dist=size_dist, service=args.service,
-                                     service_mean=args.service_mean, demand=args.demand, seed=args.seed)
-        jobs = list(wl.jobs(args.jobs, args.time))
-        info = {"load": args.load, "arrival_rate": wl.rate, "jobs": len(jobs), "seed": args.seed}
-    t0 = time.perf_counter()
-    res = gang_sim.simulate(policy, jobs, switch_cost=args.switch_cost, reload_time=args.reload_time,
-                            reload_rate=args.reload_rate)
-    wall = time.perf_counter() - t0
-    out = {"topology": str(topo), "allocator": args.allocator, "gang": args.gang, "params": params,
-           "workload": info, "wall_seconds": wall, "metrics": res.metrics}
-    if args.json:
-        print_json(_jsonable(out))
-        return 0
+        name = os.path.basename(str(args.trace)) if args.trace else f"mcemu-load-{args.load:g}-seed-{args.seed}"
+        write_jobs_csv(args.jobs_out, res.records, workload_name=name, time_unit=unit)
+        out["jobs_written"] = str(args.jobs_out)
+    return out
+
+
+def print_gang(out: dict) -> None:
     from rich.console import Console  # lazy: see the module docstring
     from rich.table import Table
 
     c = Console()
-    c.print(f"[bold]{out['topology']}[/]  gang [cyan]{args.gang}[/]  allocator [cyan]{args.allocator}[/]")
+    c.print(f"[bold]{out['topology']}[/]  gang [cyan]{out['gang']}[/]  allocator [cyan]{out['allocator']}[/]")
     t = Table(show_header=True, header_style="bold")
     t.add_column("metric")
     t.add_column("value", justify="right")
-    for k, v in res.metrics.items():
-        if isinstance(v, (int, float)):
-            t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
-        else:
-            t.add_row(k, str(v))
+    for k, v in out["metrics"].items():
+        t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
     c.print(t)
-    return 0
 
 
 def _check_output(path, flag: str = "--write-swf") -> None:
@@ -251,7 +188,7 @@ def print_metrics(out: dict) -> None:
         t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
     if "mean_message_delay" in m:
         for k in ("comm_completed", "mean_message_delay", "mean_message_contention", "mean_comm_run_time",
-                  "mean_contention_free_run_time", "mean_slowdown", "messages"):
+                  "mean_contention_free_run_time", "mean_comm_slowdown", "messages"):
             v = m[k]
             t.add_row(k + (" (us)" if k.startswith("mean_message") else ""),
                       f"{v:.4f}" if isinstance(v, float) else str(v))
@@ -288,9 +225,11 @@ def add_commands(sub) -> None:
     p.add_argument("--warmup", type=int, default=0, help="completions not counted: every metric's observation window starts at the W-th "
                         "completion (with --jobs or --time; the JSON's `window` says it)")
     p.add_argument("--size-dist", default=None, help="job size distribution (default: uniform on a cube, processors on a mesh)")
-    p.add_argument("--service", default="uniform", help="service distribution")
-    p.add_argument("--service-mean", type=float, default=5.0, help="mean residence time")
-    p.add_argument("--demand", choices=["dependent", "independent"], default="dependent")
+    p.add_argument("--service", default=None, help=f"service distribution (default {WorkloadSpec.service})")
+    p.add_argument("--service-mean", type=float, default=None,
+                   help=f"mean residence time (default {WorkloadSpec.service_mean:g})")
+    p.add_argument("--demand", choices=["dependent", "independent"], default=None,
+                   help=f"(default {WorkloadSpec.demand})")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--trace", default=None, help="replay an SWF log (.swf or .swf.gz)")
     p.add_argument("--time-unit", type=float, default=1.0,

@@ -33,7 +33,7 @@ Metrics (emulator.sim.metrics.gang_metrics): ``completed``, ``mean_turnaround``,
 ``mean_slowdown`` (turnaround / run time), ``mean_turnaround_short`` and ``_long`` (run time
 <= / > ``short_threshold``, default the median run time), ``context_switches``, ``node_context_switches``, ``preemptions`` (a live job
 taken off the processors), ``slot_switches``, ``jobs_per_level`` (level of each parallel job
-when it finished), ``throughput`` = completed / time of the last completion, ``makespan``.
+when it finished), ``jobs_per_makespan`` = completed / time of the last completion, ``makespan``.
 
 ``closed=M`` runs the perfectly balanced system of section 3: the first M jobs of the list
 arrive at time 0 and each completion brings in the next job at that instant.

@@ -10,8 +10,8 @@ Every key is optional; a list makes an axis, a single value is fixed. Keys (TOML
     gang = "none"                         # a gang policy ("none": no time sharing)
     load = [0.1, 0.3, 0.5, 0.7, 0.9]
     size = "uniform"                      # default: uniform on a cube, processors on a mesh
-    service = "exponential"
-    service_mean = 5.0
+    service = "exponential"               # (the defaults: emulator.sim.spec.WorkloadSpec,
+    service_mean = 5.0                    #  uniform service of mean 5.0, dependent demand)
     demand = "dependent"
     time = 2000                           # observation time per run; or completions = N
     warmup = 0                            # completions not counted (with completions)
@@ -43,8 +43,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from emulator.experiments._points import BASIC
+from emulator.experiments._points import BASIC, GANG_METRICS
 from emulator.experiments.stats import rep_seed
+from emulator.sim.spec import WorkloadSpec, default_size
 from scheduler import allocators
 from scheduler.stack import StackError, parse_params
 from scheduler.topology import parse_topology
@@ -55,8 +56,6 @@ POLICY_AXES = ("allocator", "scheduler", "reduction", "gang")
 NUMERIC_AXES = ("load", "service_mean")
 SETTINGS = ("name", "out", "time", "completions", "warmup", "trace", "time_unit", "limit", "seeds", "precision",
             "min_reps", "max_reps", "stop_on", "metric", "metrics", "x", "params")
-GANG_METRICS = ("mean_turnaround", "mean_slowdown", "mean_turnaround_short", "mean_turnaround_long",
-                "throughput", "makespan", "completed", "context_switches", "preemptions")
 TRACE_METRICS = BASIC + ("mean_wait", "mean_runtime", "makespan")
 DEFAULT_CSV_METRICS = ("mean_queueing_delay", "mean_turnaround", "utilization", "throughput")
 
@@ -257,10 +256,9 @@ class Sweep:
         out = []
         for topo, pol, load, svc, mean, demand in itertools.product(
                 self.axes.get("topology", ["hypercube:10"]), self._policies(), loads,
-                self.axes.get("service", ["uniform"]), self.axes.get("service_mean", [5.0]),
-                self.axes.get("demand", ["dependent"])):
-            kind = parse_topology(topo).kind
-            for size in self.axes.get("size", ["uniform" if kind == "hypercube" else "processors"]):
+                self.axes.get("service", [WorkloadSpec.service]), self.axes.get("service_mean", [WorkloadSpec.service_mean]),
+                self.axes.get("demand", [WorkloadSpec.demand])):
+            for size in self.axes.get("size", [default_size(parse_topology(topo))]):
                 p = {"topology": topo, **pol, "dparams": self.policy_params_of(pol)}
                 p["allocator"] = p["allocator"] or allocators.default(topo)
                 if self.trace:

@@ -28,6 +28,28 @@ it: ``{"start", "end", "warmup_completions", "ends_by"}`` (``ends_by``: "time",
 "completions" or "drained"). ``delay_over_time`` alone is cumulative from 0 (lazy Figure 8
 plots M of every job allocated so far).
 
+One schema, one meaning per name (issue 29). Every run (emulator.sim.run: the work models
+fixed, gang and comm) reports its metrics in one dict; a name means the same quantity in every
+work model, and a quantity only one model has carries a name of its own:
+
+* ``throughput``: completed / observation time (the window above), fixed and comm runs. A gang
+  run, whose job list is run to completion, reports ``jobs_per_makespan`` = completed / time of
+  the last completion (``makespan``) instead.
+* ``mean_slowdown``: the mean over jobs of turnaround / run time (gang runs: the time-sharing
+  penalty of Zhou, Brent and Qu). Jobs that communicate report ``mean_comm_slowdown``: the mean
+  over the communicating jobs of run time / contention-free run time, what the network's
+  contention cost them (NETWORK.md 3.3).
+* ``completed``, ``mean_turnaround``: completions counted and their mean turnaround (wait +
+  execution), in every work model.
+* the fixed and comm models add the window's metrics above; the comm model adds
+  ``comm_completed``, ``mean_message_delay``, ``mean_message_contention``, ``mean_comm_run_time``,
+  ``mean_contention_free_run_time``, ``mean_comm_slowdown``, ``messages`` (:func:`comm_metrics`);
+  the gang model adds ``mean_turnaround_short``/``_long``, ``short_threshold``, ``makespan``,
+  ``jobs_per_makespan``, ``jobs_per_level``, its switch counts and costs (:func:`gang_metrics`).
+
+Renamed in issue 29 (the old names had a second meaning): the gang summary's ``throughput``
+is ``jobs_per_makespan``; the comm summary's ``mean_slowdown`` is ``mean_comm_slowdown``.
+
 Three modules: :mod:`.formulas` (the formulas, the per-job sums, a completed job's record),
 :mod:`.observer` (:class:`SimMetrics`, the simulator's observer) and :mod:`.summaries` (jobs
 that communicate, gang runs); their public names are here.

@@ -13,8 +13,8 @@ def comm_metrics(records) -> dict:
     ``mean_message_delay`` and ``mean_message_contention`` (microseconds: the mean over those
     jobs of each job's mean over its messages, the dissertation's job-level delay averaged per
     job), ``mean_comm_run_time`` and ``mean_contention_free_run_time`` (job time units),
-    ``mean_slowdown`` (mean of run time / contention-free run time) and ``messages`` (of
-    those jobs)."""
+    ``mean_comm_slowdown`` (mean of run time / contention-free run time: what the network's
+    contention cost, not the gang model's ``mean_slowdown``) and ``messages`` (of those jobs)."""
     n = len(records)
     slow = [r["slowdown"] for r in records if not math.isnan(r["slowdown"])]
     return {
@@ -23,7 +23,7 @@ def comm_metrics(records) -> dict:
         "mean_message_contention": mean(sum(r["mean_contention_us"] for r in records), n, math.nan),
         "mean_comm_run_time": mean(sum(r["run_time"] for r in records), n, math.nan),
         "mean_contention_free_run_time": mean(sum(r["contention_free_run_time"] for r in records), n, math.nan),
-        "mean_slowdown": mean(sum(slow), len(slow), math.nan),
+        "mean_comm_slowdown": mean(sum(slow), len(slow), math.nan),
         "messages": sum(r["messages"] for r in records),
     }
 
@@ -34,7 +34,9 @@ def gang_metrics(policy_name: str, finished: list, counts: dict, *, short_thresh
     ``turnaround``, ``slowdown``, ``finish``, ``level``) and its switch ``counts``:
     ``mean_slowdown`` (turnaround / run time), ``mean_turnaround_short`` and ``_long`` (run
     time <= / > ``short_threshold``), ``jobs_per_level`` (level of each parallel job when it
-    finished), ``throughput`` = completed / time of the last completion, ``makespan``."""
+    finished), ``jobs_per_makespan`` = completed / time of the last completion (every job of
+    the list run to completion: not the simulator's ``throughput``, completed / observation
+    time), ``makespan``."""
     n = len(finished)
     tat = [r["turnaround"] for r in finished]
     short = [r["turnaround"] for r in finished if r["runtime"] <= short_threshold]
@@ -56,7 +58,7 @@ def gang_metrics(policy_name: str, finished: list, counts: dict, *, short_thresh
         "mean_turnaround_short": avg(short),
         "mean_turnaround_long": avg(long_),
         "short_threshold": short_threshold,
-        "throughput": n / makespan if makespan > 0 else None,
+        "jobs_per_makespan": n / makespan if makespan > 0 else None,
         "makespan": makespan,
         "jobs_per_level": {str(k): v for k, v in sorted(per_level.items())},
         **counts,
