@@ -143,9 +143,10 @@ def test_mcemu_simulate_runs_gang_and_fixed_through_the_one_run(capsys, log):
     from emulator.cli import main
 
     common = ["--topology", "hypercube:1", "--trace", log, "--json"]
-    assert main(["simulate", "--gang", "none", *common]) == 0
+    assert main(["simulate", "--gang", "round-robin", *common]) == 0  # (--gang none: no time sharing)
     gang = json.loads(capsys.readouterr().out)
-    assert gang["gang"] == "none" and gang["metrics"]["jobs_per_makespan"] == pytest.approx(0.5)
+    spec = RunSpec(StackConfig("hypercube:1", gang="round-robin"), WorkloadSpec(trace=log), work="gang")
+    assert gang["gang"] == "round-robin" and gang["metrics"] == json.loads(json.dumps(run(spec).metrics))
     assert main(["simulate", "--scheduler", "fcfs", *common]) == 0
     fixed = json.loads(capsys.readouterr().out)
     assert fixed["scheduler"] == "fcfs" and fixed["metrics"]["mean_queueing_delay"] == pytest.approx(5 / 3)
