@@ -41,7 +41,7 @@ SCORED = (HOLDS, FAILS, INCONCLUSIVE)
 VERDICTS = ("agree", "partly agree", "disagree", "inconclusive")
 
 
-PAIRED, UNPAIRED, EXACT = "paired", "unpaired", "exact"
+PAIRED, UNPAIRED, EXACT, ONE = "paired", "unpaired", "exact", "one"
 
 
 @dataclass(frozen=True)
@@ -169,21 +169,18 @@ def _out(result: str, basis) -> Outcome:
 
 def _basis_of(d: "Est") -> frozenset:
     # one estimate against a number: exact when it has no interval (a deterministic result)
-    return d.basis or (frozenset({EXACT}) if d.hw == 0 else frozenset())
+    return d.basis or frozenset({EXACT if d.hw == 0 else ONE})
 
 
 def basis_text(basis) -> str:
     """How a sub-claim's intervals were formed, for its report line."""
     b = set(basis or ())
-    if PAIRED in b and UNPAIRED in b:
-        return "CIs: paired per-replication differences where the series share seeds, else unpaired"
-    if PAIRED in b:
-        return "CI: paired per-replication differences (same seeds)"
-    if UNPAIRED in b:
-        return "CIs: unpaired, half-widths in quadrature"
     if b == {EXACT}:
         return "exact: deterministic numbers, CI 0"
-    return ""
+    parts = [t for k, t in ((PAIRED, "paired per-replication differences (same seeds)"),
+                            (UNPAIRED, "unpaired, half-widths in quadrature"),
+                            (ONE, "one series' CI against a fixed value")) if k in b]
+    return ("CIs: " + "; ".join(parts)) if parts else ""
 
 
 def _est(v) -> Est:

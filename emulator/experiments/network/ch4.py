@@ -60,28 +60,31 @@ def _stair_grid(quick):
 
 
 def _curve(res, metric, source, lv):
-    """{MTBS: (mean, 95% half-width)} of one lv's simulated or predicted curve."""
-    pts = {x: res.get(source=source, lv=lv, mtbs=x) for x in res.values("mtbs", source=source, lv=lv)}
-    return {x: (p.mean(metric), p.ci(metric)) for x, p in pts.items()}
+    """{MTBS: estimate (mean, 95% half-width)} of one lv's simulated or predicted curve (the
+    model's: exact, CI 0)."""
+    return {x: res.est(metric, source=source, lv=lv, mtbs=x) for x in res.values("mtbs", source=source, lv=lv)}
 
 
 def _exact_at_zero(c, res, metric, what):
     lvs = [lv for lv in res.values("lv") if lv > 1]
-    rows = [(lv, res.mean(metric, source=SIM, lv=lv, mtbs=0), res.mean(metric, source=MODEL, lv=lv, mtbs=0))
+    rows = [(lv, res.est(metric, source=SIM, lv=lv, mtbs=0), res.est(metric, source=MODEL, lv=lv, mtbs=0))
             for lv in lvs]
-    c(all(abs(s - m) <= 0.01 * m for _, s, m in rows),
-      f"MTBS 0: the model equals the simulation within 1% for every lv ({what}; "
-      + ", ".join(f"lv {lv}: sim {fmt(s)} vs model {fmt(m)}" for lv, s, m in rows) + ")")
+    c(V.every(V.close(s, m, 0.01) for _, s, m in rows),
+      f"MTBS 0: the model equals the simulation for every lv ({what}; "
+      + ", ".join(f"lv {lv}: sim {s} vs model {m}" for lv, s, m in rows) + ")",
+      tol="1% of the model's value", why="the readings 8.6/8.7 make the model exact at MTBS 0; 1% is "
+      "the rounding of the text's own figure, the simulation's noise is in its interval")
 
 
 def _bound(c, res, metric, what):
     for lv in [lv for lv in res.values("lv") if lv > 1]:
         sim, mod = _curve(res, metric, SIM, lv), _curve(res, metric, MODEL, lv)
-        bad = [(x, sim[x][0], sim[x][1], mod[x][0]) for x in sim if mod[x][0] < sim[x][0] - sim[x][1]]
-        worst = max(sim, key=lambda x: mod[x][0] / sim[x][0] if sim[x][0] > 0 else 0)
-        c(not bad, f"lv {lv}: the model bounds the simulated {what} at every MTBS "
-          + (f"(it does not at MTBS {', '.join(f'{x}: model {fmt(m)} < sim {fmt(s)} ± {fmt(h, 2)}' for x, s, h, m in bad)})"
-             if bad else f"(loosest at MTBS {worst}: model {fmt(mod[worst][0])} vs sim {fmt(sim[worst][0])})"))
+        out = {x: V.not_more(sim[x], mod[x]) for x in sim}
+        bad = [x for x in sim if out[x] != V.HOLDS]
+        worst = max(sim, key=lambda x: mod[x].mean / sim[x].mean if sim[x].mean > 0 else 0)
+        c(V.every(out.values()), f"lv {lv}: the model bounds the simulated {what} at every MTBS "
+          + (f"(not beyond the CIs at MTBS {', '.join(f'{x}: model {mod[x]} vs sim {sim[x]} ({out[x]})' for x in bad)})"
+             if bad else f"(loosest at MTBS {worst}: model {mod[worst]} vs sim {sim[worst]})"))
 
 
 # ------------------------------------------------------------------ Figure 4.3
@@ -97,20 +100,22 @@ def _fig43_check(res):
     xs = res.values("mtbs")
     for lv in [lv for lv in res.values("lv") if lv > 1]:
         sim, mod = _curve(res, "ci_bottom", SIM, lv), _curve(res, "ci_bottom", MODEL, lv)
-        gap = {x: mod[x][0] - sim[x][0] for x in xs}
-        top = max(gap, key=gap.get)
+        gap = {x: mod[x] - sim[x] for x in xs}
+        top = max(gap, key=lambda x: gap[x].mean)
         dr = {x: res.mean("d_bottom", source=MODEL, lv=lv, mtbs=x) / res.mean("d_bottom", source=SIM, lv=lv, mtbs=x)
               for x in xs}
         big = xs[-1]
-        m_big, s_big = V.Est(*mod[big]), V.Est(*sim[big])
+        m_big, s_big = mod[big], sim[big]
         # "compares very well ... when MTBS is very large": against the simulated value there, not
         # against the curve's MTBS-0 height (1% of which, 1,024 µs at lv 13, let a 2x gap pass)
         c(V.close(m_big, s_big, CLOSE), f"lv {lv}: very close at very large MTBS: model {m_big} vs sim {s_big} µs at "
           f"MTBS {big} (Dmax/D of the path: " + ", ".join(f"{x}: {fmt(v, 3)}" for x, v in dr.items()) + ")",
           tol=f"{CLOSE:.0%} of the simulated value", why="'compares very well' has no number in the text; "
           "10% is what the text's own figure shows at MTBS 0, where it says the same words")
-        c(xs[0] < top < xs[-1], f"lv {lv}: the model is loosest in between: the largest model - sim gap "
-          f"{fmt(gap[top])} µs is at MTBS {top} (MTBS 0: {fmt(gap[xs[0]])}, MTBS {big}: {fmt(gap[big])})")
+        # some MTBS strictly inside the range has a larger gap than both ends
+        c(V.some(V.every([V.greater(gap[x], gap[xs[0]]), V.greater(gap[x], gap[big])]) for x in xs[1:-1]),
+          f"lv {lv}: the model is loosest in between: the largest model - sim gap "
+          f"{gap[top]} µs is at MTBS {top} (MTBS 0: {gap[xs[0]]}, MTBS {big}: {gap[big]})")
     return c
 
 
@@ -128,16 +133,17 @@ register(Experiment(
            ylabel="intermediate contention delay (µs)", xlabel="MTBS (µs)", logy=True)],
     _fig43_check, stop_on=("d_bottom", "d_mean"),
     settings=lambda q: SETTINGS + f"lv {LVS_QUICK if q else LVS}, MTBS {MTBS_QUICK if q else MTBS} µs.",
-    notes=NOTES4 + " 'Very close at very large MTBS' is judged on the figure's scale (gap <= 1% of the "
-    "curve's height): in relative terms the model stays about twice the simulation as MTBS grows, "
-    "because it charges a full holding time Dmax per contention where the waiter sees a residual."))
+    notes=NOTES4 + " 'Very close at very large MTBS' is judged against the simulated value there (within "
+    "10%), not on the figure's scale: in relative terms the model stays about twice the simulation as MTBS "
+    "grows, because it charges a full holding time Dmax per contention where the waiter sees a residual."))
 
 
 # ------------------------------------------------------------------ Figure 4.4
 
 
 def _monotone(curve, xs):
-    return all(curve[a][0] >= curve[b][0] - curve[a][1] - curve[b][1] for a, b in zip(xs, xs[1:]))
+    """Falls (does not rise) from each MTBS to the next."""
+    return V.every(V.not_more(curve[b], curve[a]) for a, b in zip(xs, xs[1:]))
 
 
 def _fig44_check(res):
@@ -145,24 +151,23 @@ def _fig44_check(res):
     xs = res.values("mtbs")
     lvs = [lv for lv in res.values("lv") if lv > 1]
     curves = {(s, lv): _curve(res, "cs_avg", s, lv) for s in (SIM, MODEL) for lv in res.values("lv")}
-    c(all(_monotone(curves[s, lv], xs) for s in (SIM, MODEL) for lv in lvs),
+    c(V.every(_monotone(curves[s, lv], xs) for s in (SIM, MODEL) for lv in lvs),
       "same trend: for every lv the simulated and the predicted Cmax_S both fall as MTBS grows")
-    order = all(curves[s, a][x][0] <= curves[s, b][x][0] for s in (SIM, MODEL)
-                for a, b in zip(res.values("lv"), res.values("lv")[1:]) for x in xs)
+    order = V.every(V.not_more(curves[s, a][x], curves[s, b][x]) for s in (SIM, MODEL)
+                    for a, b in zip(res.values("lv"), res.values("lv")[1:]) for x in xs)
     c(order, "same trend across lv: at every MTBS more layers give a larger Cmax_S, in the simulation and in the model")
     big = max(res.values("lv"))
     for s, name in ((SIM, "simulation"), (MODEL, "prediction")):
         cur = curves[s, big]
         low = [x for x in xs if x < 300]
         if low and 300 in cur:
-            c(all(cur[x][0] >= LT for x in low),
+            c(V.every(V.not_more(LT, cur[x]) for x in low),
               f"{name}, lv {big}: 'very high' (>= L*T_t = 25 µs) at every MTBS < 300 ("
-              + ", ".join(f"{x}: {fmt(cur[x][0])}" for x in xs) + ")")
+              + ", ".join(f"{x}: {cur[x]}" for x in xs) + ")")
             last = xs[-1]
-            slow = (cur[300][0] - cur[last][0]) / (last - 300) < 0.1 * (cur[xs[0]][0] - cur[300][0]) / (300 - xs[0])
-            c(slow, f"{name}, lv {big}: beyond MTBS 300 it decreases slowly (mean slope 300..{last}: "
-              f"{fmt((cur[300][0] - cur[last][0]) / (last - 300), 3)} µs/µs, < 1/10 of {xs[0]}..300: "
-              f"{fmt((cur[xs[0]][0] - cur[300][0]) / (300 - xs[0]), 3)})")
+            late, early = (cur[300] - cur[last]) / (last - 300), (cur[xs[0]] - cur[300]) / (300 - xs[0])
+            c(V.less(late, 0.1 * early), f"{name}, lv {big}: beyond MTBS 300 it decreases slowly (mean slope "
+              f"300..{last}: {late} µs/µs, < 1/10 of {xs[0]}..300: {early})")
     return c
 
 
@@ -194,7 +199,7 @@ def _fig45_check(res):
     _bound(c, res, "c_avg", "average contention delay")
     xs = res.values("mtbs")
     lvs = [lv for lv in res.values("lv") if lv > 1]
-    c(all(_monotone(_curve(res, "c_avg", s, lv), xs) for s in (SIM, MODEL) for lv in lvs),
+    c(V.every(_monotone(_curve(res, "c_avg", s, lv), xs) for s in (SIM, MODEL) for lv in lvs),
       "the prediction follows the simulation over the whole range: both fall monotonically with MTBS for every lv")
     return c
 
@@ -232,12 +237,13 @@ def _fig47_check(res):
     c = Check()
     for n in res.values("n"):
         xs = res.values("mtbs", n=n)
-        sim = {x: res.get(source=SIM, n=n, mtbs=x) for x in xs}
-        itp = {x: res.mean("c_mean", source="interpolation", n=n, mtbs=x) for x in xs}
-        bad = [x for x in xs if itp[x] < sim[x].mean("c_mean") - sim[x].ci("c_mean")]
-        c(not bad, f"{n}x{n}: eq 4.14 bounds the simulated contention delay at every MTBS ("
-          + ", ".join(f"{x}: {fmt(itp[x])} vs sim {fmt(sim[x].mean('c_mean'))}" for x in xs)
-          + (f"; below the simulation at MTBS {bad}" if bad else "") + ")")
+        sim = {x: res.est("c_mean", source=SIM, n=n, mtbs=x) for x in xs}
+        itp = {x: res.est("c_mean", source="interpolation", n=n, mtbs=x) for x in xs}
+        out = {x: V.not_more(sim[x], itp[x]) for x in xs}
+        bad = [x for x in xs if out[x] == V.FAILS]
+        c(V.every(out.values()), f"{n}x{n}: eq 4.14 bounds the simulated contention delay at every MTBS ("
+          + ", ".join(f"{x}: {itp[x]} vs sim {sim[x]}" for x in xs)
+          + (f"; below the simulation beyond its CI at MTBS {bad}" if bad else "") + ")")
     return c
 
 
