@@ -45,7 +45,11 @@ def _work() -> float:
 
 
 def probe() -> float:
-    """Thread CPU seconds of one reference work (about 0.15 ms on a 2020s core)."""
+    """Thread CPU seconds of one reference work (about 0.15 ms on a 2020s core), warm: a first
+    pass, not timed, brings its code and data into the caches. What it measures is the core's
+    speed now (its frequency, what shares it and its caches), not how cold this rank's caches
+    were, which a probe every PERIOD says nothing about for the intervals between."""
+    _work()
     t = time.thread_time()
     _work()
     _work()
