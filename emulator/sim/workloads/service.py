@@ -7,14 +7,18 @@ import math
 
 import numpy as np
 
+from emulator.sim.spec import WorkloadSpec
 from emulator.sim.workloads.common import SERVICE_DISTRIBUTIONS, WorkloadError, _Phi, _phi, _positive
+
+
+_MEAN = WorkloadSpec.service_mean  # the one default (emulator.sim.spec)
 
 
 class ServiceDistribution:
     """A positive random time with a given ``mean``; ``cx`` is its coefficient of variation.
     ``scaled(f)`` is the same shape with every time multiplied by f (independent demand)."""
 
-    def __init__(self, mean: float = 5.0):
+    def __init__(self, mean: float = _MEAN):
         self.mean = _positive(mean, "service mean")
         self._floor = self.mean * 1e-12  # a draw of exactly 0 (probability ~2^-53) is no run time
 
@@ -38,7 +42,7 @@ class UniformService(ServiceDistribution):
 
     In general (mean (1 - width), mean (1 + width)]; ``width`` defaults to 1."""
 
-    def __init__(self, mean: float = 5.0, width: float = 1.0):
+    def __init__(self, mean: float = _MEAN, width: float = 1.0):
         super().__init__(mean)
         if not isinstance(width, (int, float)) or isinstance(width, bool) or not 0 <= width <= 1:
             raise WorkloadError(f"uniform width must be in [0, 1], got {width!r}")
@@ -87,7 +91,7 @@ class HyperexpService(ServiceDistribution):
     carries half the mean; valid for every cx >= 1; alpha is then derived, not given).
     """
 
-    def __init__(self, mean: float = 5.0, cx: float = 4.0, alpha: float = 0.95, fit: str = "paper"):
+    def __init__(self, mean: float = _MEAN, cx: float = 4.0, alpha: float = 0.95, fit: str = "paper"):
         super().__init__(mean)
         cx = _positive(cx, "cx")
         if cx < 1:
@@ -137,7 +141,7 @@ class TruncNormalService(ServiceDistribution):
     of the underlying normal is solved for so that the truncated times have exactly the
     stated mean, as the paper says both its distributions have "the same mean of 5"."""
 
-    def __init__(self, mean: float = 5.0, sd: float | None = None):
+    def __init__(self, mean: float = _MEAN, sd: float | None = None):
         super().__init__(mean)
         self.sd = 0.4 * self.mean if sd is None else _positive(sd, "truncnormal sd")
         s, m = self.sd, self.mean

@@ -10,6 +10,7 @@ from typing import Iterator
 
 import numpy as np
 
+from emulator.sim.spec import WorkloadSpec as _W, default_size
 from emulator.sim.workloads.common import SERVICE_DISTRIBUTIONS, SIZE_DISTRIBUTIONS, WorkloadError, _positive
 from emulator.sim.workloads.service import ServiceDistribution
 from emulator.sim.workloads.sizes import SizeDistribution
@@ -66,18 +67,19 @@ class Workload:
     load: float
     size_distribution: SizeDistribution
     service_distribution: ServiceDistribution  # residence time (dependent demand), mean = service_mean
-    demand: str = "dependent"
+    demand: str = _W.demand
     seed: int = 0
     mean_size_override: float | None = None  # a paper's round "mean job size" for lambda
 
     @classmethod
-    def build(cls, topology, load: float, size_dist: str = "uniform", service_dist: str = "uniform",
-              service_mean: float = 5.0, demand: str = "dependent", seed: int = 0,
+    def build(cls, topology, load: float, size_dist: str | None = None, service_dist: str = _W.service,
+              service_mean: float = _W.service_mean, demand: str = _W.demand, seed: int = 0,
               size_params: dict | None = None, service_params: dict | None = None,
               mean_size: float | None = None, **params) -> "Workload":
         """``mean_size`` replaces the exact mean processors in lambda only (the lazy paper's
         6-cube example uses a round 10 for the 10.5 of its uniform sizes)."""
         topo = parse_topology(topology)
+        size_dist = size_dist or default_size(topo)  # the defaults: emulator.sim.spec.WorkloadSpec
         if mean_size is not None:
             mean_size = _positive(mean_size, "mean job size")
         _positive(load, "load")
@@ -176,8 +178,8 @@ class Workload:
         return list(self.jobs(n, **kw))
 
 
-def generate(topology, load: float, size_dist: str = "uniform", service_dist: str = "uniform",
-             service_mean: float = 5.0, demand: str = "dependent", seed: int = 0,
+def generate(topology, load: float, size_dist: str | None = None, service_dist: str = _W.service,
+             service_mean: float = _W.service_mean, demand: str = _W.demand, seed: int = 0,
              jobs: int | None = None, until: float | None = None, **params) -> Iterator[Job]:
     """Stream the jobs of a Poisson workload (see the module docstring). ``params`` go to the
     size or the service distribution, whichever takes them (e.g. ``cx=4, alpha=0.95``)."""
@@ -185,15 +187,15 @@ def generate(topology, load: float, size_dist: str = "uniform", service_dist: st
     return w.jobs(jobs, until)
 
 
-def make_workload(topology, load: float, size_dist: str = "uniform", service: str = "uniform",
-                  service_mean: float = 5.0, demand: str = "dependent", seed: int = 0,
+def make_workload(topology, load: float, size_dist: str | None = None, service: str = _W.service,
+                  service_mean: float = _W.service_mean, demand: str = _W.demand, seed: int = 0,
                   **params) -> Workload:
     """:meth:`Workload.build` with the command line's names (``--service``)."""
     return Workload.build(topology, load, size_dist, service, service_mean, demand, seed, **params)
 
 
-def fixed_jobs(topology, n: int, size_dist: str = "uniform", service_dist: str = "uniform",
-               service_mean: float = 5.0, demand: str = "dependent", seed: int = 0,
+def fixed_jobs(topology, n: int, size_dist: str | None = None, service_dist: str = _W.service,
+               service_mean: float = _W.service_mean, demand: str = _W.demand, seed: int = 0,
                load: float | None = None, **params) -> list[Job]:
     """A fixed list of ``n`` jobs for completion-time runs (lazy Figure 9: a fixed set of jobs,
     the same order for every discipline). ``load=None`` submits all at time 0 (a batch);
