@@ -82,7 +82,8 @@ def _fig9_check(res):
     for service in ("uniform", "hyperexp"):
         _claims(res, service, c, {"list": _is_list}, " (the paper's reading: its own input rate)")
     for service in ("uniform", "hyperexp"):
-        _claims(res, service, c.sensitivity, {"list": None}, f", every list at load {ONE_LOAD} (the reading used before)")
+        _claims(res, service, c.sensitivity, {"list": None},
+                f", every list at load {ONE_LOAD} (the reading used before)")
     return c
 
 

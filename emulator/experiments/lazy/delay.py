@@ -7,7 +7,7 @@ from emulator.experiments import verdict as V
 from emulator.experiments._points import sim_point
 from emulator.experiments.experiment import Check, Experiment, Panel
 from emulator.experiments.lazy.common import (
-    EVENT, EVENT_LABEL, FOUR, LOADS, NAMES, NOTES, PAPER, QUICK_LOADS, SERVICES, SIZES, _grid, _loads_from,
+    EVENT, EVENT_LABEL, FOUR, LOADS, NAMES, NOTES, PAPER, QUICK_LOADS, SERVICES, SIZES, _grid,
     common_settings, label,
 )
 

@@ -133,11 +133,18 @@ def _panels():
 
 
 _EXP = register(Experiment(
-    "lazy-independent", PAPER, "section 5 (independent demand)", "delay vs load with independent demand (Figure 3's workloads)",
+    "lazy-independent", PAPER, "section 5 (independent demand)",
+    "delay vs load with independent demand (Figure 3's workloads)",
     "We have done extensive simulations for both dependent and independent workloads. The trends "
     "in various performance measures are observed to be similar for the two workloads.",
     sim_point, _grid, ("mean_queueing_delay", "utilization"), _panels(), _check,
     settings=_settings,
     notes=NOTES + " The text gives no figure, no number and no load range for the independent runs: "
     "the checks compare with our own dependent runs, at every load of Figure 3.", layout=(2, 2), max_reps=CAP))
-_EXP.seed_for = lambda rep: rep_seed(SEEDS_OF, rep)  # noqa: E731 - the runner reads it (runner.seed_of)
+
+
+def _seed(rep: int) -> int:
+    return rep_seed(SEEDS_OF, rep)
+
+
+_EXP.seed_for = _seed  # the runner's seed of replication rep (runner.seed_of)
