@@ -32,7 +32,7 @@ def _with_hogs(cluster):
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="does not hold on the shared 2-core test VM: runs of one condition "
-                   "differ by 4-7 % (load average 15-30 from other work), more than the hogs move them")
+                   "differ by up to 16 % (load average 15-30 from other work), more than the hogs move them")
 def test_cpu_counted_virtual_time_does_not_depend_on_the_host_s_load(cluster):
     cluster.up(*UP_8x8, "--cpu-scale", "1", "--cpu-clock", "gauged")
     idle, busy = [], []
