@@ -48,7 +48,6 @@ import re
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -67,16 +66,13 @@ from emulator.cli.monitor import still_alive  # noqa: E402
 from emulator.live import home as homemod  # noqa: E402
 from emulator.live.client import Client, ClientError  # noqa: E402
 from nodes import contain  # noqa: E402
+from _soak_report import MIX, table, verdict  # noqa: E402  (scripts/ is on sys.path when run as a script)
 
-TERMINAL = ("depart", "fail", "cancel")
-FINISHED = ("completed", "failed", "cancelled")
-MIX = {"plain": 0.6, "traced": 0.2, "pattern": 0.12, "mpi": 0.08}
 SHAPES = ([1, 1], [2, 1], [2, 2], [4, 2])
 PATTERNS = (([2, 2], "transpose"), ([4, 2], "ring"))
 EXAMPLES = ROOT / "docs" / "examples"
 MPI = (("ring.py 3", [2, 2]), ("cpi.py 100000", [2, 2]), ("jacobi.py 16 20", [2, 2]), ("transpose.py", [2, 2]),
        ("mandelbrot.py 32 24 100", [2, 1]))
-EXPECTED = {"quota", "rate-limited", "busy"}  # the daemon's admission refusing the flood
 TRACE = """d="$1"; f="$d/j$MCEMU_JOB_ID"
 if [ -f "$f" ]; then while read att pid; do
   if [ "$att" -lt "$MCEMU_ATTEMPT" ] && grep -qs '^State:[[:space:]]*[A-Y]' "/proc/$pid/status"; then
@@ -191,7 +187,7 @@ class Soak:
         if self.a.flood:
             self.stop_file = self.home / "stop-flood"
             self.helpers.append(subprocess.Popen(
-                [sys.executable, __file__, "--role", "flooder", "--endpoint", f"tcp://127.0.0.1:{self.port}",
+                [sys.executable, str(ROOT / "scripts" / "_soak_flood.py"), "--endpoint", f"tcp://127.0.0.1:{self.port}",
                  "--key", str(self.home / "keys/issued/mallory.toml"), "--stop-file", str(self.stop_file),
                  "--flood", str(self.a.flood), "--flood-every", str(self.a.flood_every)],
                 cwd=ROOT, env=self.env, stdout=subprocess.PIPE, text=True))
@@ -351,159 +347,12 @@ class Soak:
                 psutil.Process(pid).kill()
             except psutil.Error:
                 pass
-        return self.verdict(left, down.returncode, flood)
-
-    def verdict(self, left, down_rc, flood) -> dict:
-        db = sqlite3.connect(f"file:{homemod.journal_path(self.home)}?mode=ro", uri=True)
-        rows = {i: (name, state, reason) for i, name, state, reason in
-                db.execute("SELECT id, name, state, reason FROM jobs")}
-        terminal = Counter(job for (job,) in db.execute(f"SELECT job FROM events WHERE kind IN {TERMINAL}"))
-        requeues = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'requeue'").fetchone()[0]
-        downs = Counter(n for (n,) in db.execute("SELECT node FROM events WHERE kind = 'node_down'"))
-        db.close()
-        names = Counter(name for name, _, _ in rows.values())
-        traced = set()
-        if (self.home / "trace" / "overlaps").exists():
-            traced = {int(line.split()[0]) for line in (self.home / "trace" / "overlaps").read_text().split("\n")
-                      if line.strip()}
-        lost = sorted({j for j in self.acked if j not in rows or rows[j][1] not in FINISHED}
-                      | {j for j, (_, st, _) in rows.items() if st not in FINISHED})
-        doubled = sorted({j for j, k in terminal.items() if k > 1} | traced | self.overlaps
-                         | {j for j, (name, _, _) in rows.items() if name.split("-")[0] in MIX and names[name] > 1})
-        states: dict[str, Counter] = {}  # by kind; "other": the hostile frames' well-formed submits
-        for name, st, _ in rows.values():
-            kind = name.split("-")[0]
-            states.setdefault(kind if kind in MIX or kind == "flood" else "other", Counter())[st] += 1
-        reasons = Counter(re.sub(r"\d+(\.\d+)?", "N", r or "")[:90] for _, st, r in rows.values() if st == "failed")
-        # a flood request unanswered is an error unless the daemon was dead then (its timeouts: 30 s)
-        silent = [t for t in flood.get("unanswered_at", ())
-                  if not any(k <= t <= (e or t) + 35 for k, e in self.outages)]
-        if silent:
-            flood.setdefault("errors", {})["unanswered, the daemon alive"] = len(silent)
-        logs = {f: (self.home / f).read_text() if (self.home / f).exists() else "" for f in ("launcher.log",
-                                                                                               "daemon.log")}
-        return {"minutes": self.a.minutes, "topology": self.a.topology, "seed": self.a.seed, "hogs": self.a.hogs,
-                "home": str(self.home), **self.counts, "submitted": dict(self.kinds),
-                "acknowledged": len(self.acked), "jobs_in_journal": len(rows),
-                "states": {k: dict(v) for k, v in states.items()},
-                "completed": sum(v["completed"] for v in states.values()),
-                "failed": sum(v["failed"] for v in states.values()), "failed_reasons": dict(reasons.most_common()),
-                "requeues": requeues, "node_restarts": logs["launcher.log"].count("restarting it in"),
-                "net_restarts": logs["daemon.log"].count("interconnect restarted"),
-                "node_downs": sum(downs.values()),
-                "false_downs": {n: k - self.killed[n] for n, k in sorted(downs.items()) if k > self.killed[n]},
-                "flood": flood, "lost": lost, "doubled": doubled, "left_running": left, "down_exit": down_rc,
-                "processes_seen": len(self.seen), "attempts_sampled": len(self.sampled), "contain": contain.mode(),
-                "admin_submit_ms": {q: round(1000 * _pct(self.submit_s, f), 1) for q, f in
-                                    (("p50", 0.5), ("p99", 0.99), ("max", 1.0))}}
-
-
-def flooder(a) -> None:
-    """The hostile client (its own process): every ``--flood-every`` s, ``--flood`` submits and 20
-    unpaged ``queue --all`` sent back to back, each reply's code counted, then a cancel of every
-    job it got (a rate refusal is waited out, as its message says). JSON on stdout at the end."""
-    from emulator.live import protocol as P
-    from emulator.live.client import DaemonError
-
-    got = {k: Counter() for k in ("submit", "queue", "cancel")}
-    errors, bursts, n, silent = Counter(), 0, 0, []
-    c = Client(a.endpoint, timeout=20.0, key=a.key)
-    while not os.path.exists(a.stop_file):
-        bursts += 1
-        sent = {}
-        for i in range(a.flood + 20):
-            rid = next(c._ids)
-            if i < a.flood:
-                n += 1
-                c.sock.send(P.encode("submit", id=rid, request={"shape": [1, 1]}, runtime=2.0, name=f"flood-{n}"))
-            else:
-                c.sock.send(P.encode("queue", id=rid, all=True))
-            sent[rid] = "submit" if i < a.flood else "queue"
-        jobs, deadline = [], time.monotonic() + 30
-        while sent and time.monotonic() < deadline:
-            if c.sock.poll(500):
-                m = P.decode(c.sock.recv(), max_size=P.MAX_REPLY)
-                what = sent.pop(m.get("id"), None)
-                if what is not None:
-                    got[what]["ok" if m["type"] == "ok" else m["code"]] += 1
-                    if what == "submit" and m["type"] == "ok":
-                        jobs.append(m["data"]["job"])
-        if sent:  # the daemon was killed meanwhile (the soak checks when): its answers are lost with it
-            silent.append(time.time())
-            c.close()
-            c = Client(a.endpoint, timeout=20.0, key=a.key)
-        for jid in jobs:
-            for _ in range(200):
-                try:
-                    c.cancel(jid)
-                    got["cancel"]["ok"] += 1
-                except DaemonError as e:
-                    got["cancel"][e.code] += 1
-                    if e.code == "rate-limited":
-                        time.sleep(0.02)
-                        continue
-                except ClientError:
-                    silent.append(time.time())
-                    c.close()
-                    c = Client(a.endpoint, timeout=20.0, key=a.key)
-                break
-        end = time.monotonic() + a.flood_every
-        while time.monotonic() < end and not os.path.exists(a.stop_file):
-            time.sleep(0.2)
-    c.close()
-    for what, codes in got.items():  # "not-active": a job that ended before its cancel came
-        errors.update({f"{what} {k}": v for k, v in codes.items() if k not in EXPECTED | {"ok", "not-active"}})
-    print(json.dumps({"bursts": bursts, **{k: dict(v) for k, v in got.items()}, "errors": dict(errors),
-                      "unanswered_at": silent,
-                      "refused": sum(v for codes in got.values() for k, v in codes.items() if k in EXPECTED)}))
-
-
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
-
+        return verdict(self, left, down.returncode, flood)
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def table(v: dict, ok: bool):
-    from rich.table import Table
-
-    t = Table(title=f"soak: {v['minutes']:g} min on {v['topology']}, {v['hogs']} hogs, seed {v['seed']} "
-                    f"({'OK' if ok else 'FAILED'})", box=None)
-    t.add_column("what")
-    t.add_column("count", justify="right")
-    t.add_column("detail")
-    fl = v["flood"]
-    rows = [("submitted", sum(v["submitted"].values()), ", ".join(f"{n} {k}" for k, n in v["submitted"].items())),
-            ("acknowledged", v["acknowledged"], f"{v['unanswered']} unanswered (the daemon was down); the admin's "
-             f"submit p50/p99/max " + "/".join(f"{x:g}" for x in v["admin_submit_ms"].values()) + " ms"),
-            ("jobs in the journal", v["jobs_in_journal"], "; ".join(
-                f"{k}: " + ", ".join(f"{n} {st}" for st, n in sorted(c.items()))
-                for k, c in sorted(v["states"].items()))),
-            ("completed", v["completed"], ""), ("failed", v["failed"], ""),
-            *(("", n, r) for r, n in v["failed_reasons"].items()),
-            ("requeues", v["requeues"], ""),
-            ("node kills", v["node_kills"], f"{v['node_restarts']} restarts by the launcher, "
-                                            f"{v['node_downs']} declared down"),
-            ("interconnect kills", v["net_kills"], f"{v['net_restarts']} restarts by the daemon"),
-            ("daemon kills", v["daemon_kills"], f"{v['recoveries']} recoveries, {v['recovery_failures']} failed"),
-            ("hostile frames", v["hostile_frames"], f"{v['hostile_replies']} replies, {v['raw_garbage']} raw"),
-            ("flood refusals", fl.get("refused", 0), f"{fl.get('bursts', 0)} bursts; submit {fl.get('submit')}; "
-                                                     f"queue {fl.get('queue')}; cancel {fl.get('cancel')}"),
-            ("flood errors", sum(fl.get("errors", {}).values()), (f"{fl['errors']}; " if fl.get("errors") else "")
-             + f"unanswered {len(fl.get('unanswered_at', ()))} times, each while the daemon was killed (expected)"),
-            ("processes seen", v["processes_seen"], f"containment: {v['contain']}; {v['attempts_sampled']} "
-                                                    f"attempts seen in task cgroups; drained in {v['drain_s']} s")]
-    for k in ("lost", "doubled", "left_running"):
-        rows.append((k.replace("_", " "), len(v[k]), str(v[k][:10]) if v[k] else ""))
-    rows.append(("false downs", sum(v["false_downs"].values()), str(v["false_downs"] or "")))
-    for what, n, detail in rows:
-        t.add_row(what, str(n), detail)
-    return t
 
 
 def main(argv=None) -> int:
@@ -524,12 +373,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the cluster's home (journal, logs) after a pass")
     ap.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     ap.add_argument("--out", help="write the JSON document here (default: a file in the temporary directory)")
-    for hidden in ("--role", "--endpoint", "--key", "--stop-file"):
-        ap.add_argument(hidden, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.role == "flooder":
-        flooder(a)
-        return 0
     if min(a.minutes, a.gap, a.node_kill, a.net_kill, a.daemon_kill, a.flood_every) <= 0 or min(a.hogs, a.flood) < 0:
         ap.error("--minutes, --gap, --node-kill, --net-kill, --daemon-kill and --flood-every must be > 0, "
                  "--hogs and --flood >= 0")

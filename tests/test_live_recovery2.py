@@ -78,3 +78,36 @@ def test_a_recovery_after_a_restart_seen_down_first_counts_it_once_too(tmp_path)
         assert (jr2.state, jr2.attempt, jr2.faults) == ("running", 2, 1), jr2.reason
     finally:
         d2.journal.close()
+
+
+def test_a_recovered_daemon_gives_a_live_node_of_this_host_the_hang_limit_not_the_grace(tmp_path):
+    """A busy host can take longer than the recovery's grace to bring a live node's hello back:
+    a node whose process still lives here waits up to ``hang`` (as a watched node would), one
+    whose process is gone, or that is elsewhere, only the grace."""
+    import os
+    import subprocess
+    import sys
+
+    from emulator.live.nodes import HOST
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=30)
+    d = start(tmp_path)
+    d.handle([b"n0", P.encode("register", node=0, pid=os.getpid(), host=HOST)])
+    d.handle([b"n1", P.encode("register", node=1, pid=gone.pid, host=HOST)])
+    for n in (2, 3):
+        register(d, n, 100 + n)
+    crash(d)
+
+    d2 = start(tmp_path)
+    try:
+        assert d2.down == set()
+        d2.kernel.run(until=T0 + 0.5 + 2 * d2.hb * d2.liveness)  # the grace and then some
+        assert d2.down == {1, 2, 3}
+        hang = d2.registry.hang
+        d2.kernel.run(until=T0 + hang - 1.0)
+        assert d2.down == {1, 2, 3}  # still waiting for the live one
+        d2.kernel.run(until=T0 + hang + 2 * d2.hb * d2.liveness)
+        assert d2.down == {0, 1, 2, 3}  # it never came back: down at the hang limit
+    finally:
+        d2.journal.close()

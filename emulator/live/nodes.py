@@ -132,11 +132,15 @@ class NodeRegistry:
 
     def expect_back(self, incarnations: dict, wall: float, grace: float) -> None:
         """After a daemon restart: the nodes that were in service get ``grace`` seconds to
-        register again (``incarnations``: node -> (pid, host) they last registered with)."""
+        register again (``incarnations``: node -> (pid, host) they last registered with). One
+        whose process still lives on this host gets ``hang`` seconds, as a watched node would:
+        on a busy host its reconnect and hello can take longer than the grace (a soak under a
+        load average of 40 saw six live nodes declared down 5 s after a recovery)."""
         for nr in self.nodes:
             if nr.id not in self.down:
                 nr.pid, nr.host = incarnations.get(nr.id, (None, None))
-                nr.last = wall + grace - self.expiry  # expires after the grace unless it registers
+                wait = self.hang if nr.host == HOST and _alive(nr.pid) else grace
+                nr.last = wall + wait - self.expiry  # expires after the wait unless it registers
 
     def row(self, nr: NodeRec, state: str) -> dict:
         """One row of ``mcemu nodes --json``."""
@@ -146,5 +150,17 @@ class NodeRegistry:
 
 
 HEARTBEAT = P.heartbeat_frame()
+
+
+def _alive(pid) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's: not one of ours (a reused pid), treated as gone
+        return False
+    return True
 
 __all__ = ["HEARTBEAT", "HOST", "NodeRec", "NodeRegistry"]
