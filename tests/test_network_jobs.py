@@ -241,7 +241,7 @@ def test_the_cli_runs_communicating_jobs_and_states_the_time_unit(capsys):
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     m, net = doc["metrics"], doc["network"]
-    assert m["comm_completed"] > 0 and m["mean_message_delay"] >= (L - 1) * T and m["mean_slowdown"] >= 1.0
+    assert m["comm_completed"] > 0 and m["mean_message_delay"] >= (L - 1) * T and m["mean_comm_slowdown"] >= 1.0
     assert doc["workload"]["size_dist"] == "square-var"
     # auto: mean K (MTBS + L T_t) over the shares, per mean service time (5)
     assert net["time_unit_us"] == pytest.approx((4 * (25 + 25) + 2 * 4 * (0 + 25)) / 3 / 5)

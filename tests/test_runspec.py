@@ -151,3 +151,18 @@ def test_mcemu_simulate_runs_gang_and_fixed_through_the_one_run(capsys, log):
     fixed = json.loads(capsys.readouterr().out)
     assert fixed["scheduler"] == "fcfs" and fixed["metrics"]["mean_queueing_delay"] == pytest.approx(5 / 3)
     assert fixed["workload"] == gang["workload"] == {"trace": log, "jobs": 3}
+
+
+def test_mcemu_workload_takes_the_run_specs_defaults():
+    """`mcemu workload` names no default of its own: on a hypercube its stream is the generator's
+    with the spec's defaults spelled out, and on a mesh (where a hypercube's `uniform` sizes do
+    not apply) it streams processor counts instead of failing."""
+    from emulator.cli.jobs import workload_jobs
+    from emulator.sim import workloads
+    from emulator.sim.spec import WorkloadSpec
+
+    spelled = [j.request.to_dict() for j in workloads.generate(
+        "hypercube:4", 0.5, "uniform", WorkloadSpec.service, service_mean=WorkloadSpec.service_mean, seed=3, jobs=8)]
+    assert [j["request"] for j in workload_jobs("hypercube:4", 8, 0.5, seed=3)] == spelled
+    mesh = workload_jobs("mesh:4x4", 8, 0.5, seed=3)
+    assert len(mesh) == 8 and all(set(j["request"]) == {"nodes"} for j in mesh), mesh

@@ -108,9 +108,9 @@ def workload_jobs(topology, n_jobs, load, size_dist=None, service=None, seed=0, 
     a list of {"at": model time, "request", "runtime", "name"}."""
     from emulator.sim import workloads  # lazy: 74 ms (numpy) at start-up of every mcemu command
 
-    kw = {} if service_mean is None else {"service_mean": service_mean}
-    jobs = workloads.generate(topology, load, size_dist or "uniform", service or "uniform", seed=seed,
-                              jobs=n_jobs, **kw)
+    # what is not named is the run spec's default (emulator.sim.spec.WorkloadSpec), not a copy here
+    kw = {k: v for k, v in (("service_dist", service), ("service_mean", service_mean)) if v is not None}
+    jobs = workloads.generate(topology, load, size_dist, seed=seed, jobs=n_jobs, **kw)
     return [{"at": j.submit, "request": j.request.to_dict(), "runtime": j.runtime, "name": j.name or f"w{j.id}"}
             for j in jobs]
 
