@@ -234,7 +234,7 @@ def _shapes_check(res):
         # the text makes the claim for the figure, so at every load it shows where the irregular
         # inputs are not all past saturation (there their turnarounds grow with the run)
         rows, sat = [], []
-        for x in res.values("load"):
+        for x in res.values("load", size=irregular[0]):
             pts = [res.get(size=s, load=x) for s in irregular]
             if all(past_saturation(p) for p in pts):
                 sat.append((x, pts))
