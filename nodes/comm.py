@@ -39,6 +39,7 @@ from collections import deque
 from pathlib import Path
 
 import zmq
+from msgpack import unpackb as _unpackb
 from zmq.utils.monitor import parse_monitor_message
 
 from emulator.live import home as homemod
@@ -48,6 +49,21 @@ from emulator.live.kernel import Kernel
 ROOT = Path(__file__).resolve().parents[1]
 # what ends a wait: the connection dropped, or (tcp) the interconnect refused this task's key
 _GONE = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+
+
+def _decode(frame: bytes) -> dict | None:
+    """A frame of the interconnect (trusted: this cluster's own process, which builds its
+    frames itself), unpacked without the schema check that the interconnect applies to what
+    tasks send it (two thirds of a decode); None for one that is not a message."""
+    try:
+        m = _unpackb(frame, ext_hook=_no_ext, max_ext_len=0)
+    except Exception:  # msgpack raises several types, all mean "not a frame"
+        return None
+    return m if type(m) is dict and type(m.get("type")) is str else None
+
+
+def _no_ext(code, data):
+    raise ValueError("msgpack ext types are not part of the protocol")
 
 
 class CommError(RuntimeError):
@@ -167,12 +183,18 @@ class Comm:
         self.kernel = Kernel(clock, precise=True, spin=0.0)
         self.now = self.kernel.now
         self._ids = 0
+        # frames to the interconnect not sent yet (virtual time: they go as one message when
+        # this task next reads or closes, _flush) and frames read but not handed over yet (the
+        # interconnect sends what one turn made for this task as one message: _read)
+        self._outq: list = []
+        self._parts: deque = deque()
         self.inbox: deque = deque()  # (source, data, due)
         self.delivered: dict[int, tuple[float, float]] = {}  # id -> (delay us, due)
         self.barriers: set[int] = set()  # ids of completed barriers not yet seen by barrier_done
         # wall s between a message's due time and its hand-over to the program (recv, or take):
         # the interconnect sends it a little ahead with its due time, and it is held until then
         self.lateness: list[float] = []
+        self.hold = False  # until the welcome says virtual time
         hello = {"group": group} if group else {}
         if os.environ.get("MCEMU_TASK_SECRET"):  # this task's rank claim, from its run (issue 30)
             hello["secret"] = os.environ["MCEMU_TASK_SECRET"]
@@ -191,6 +213,7 @@ class Comm:
             raise
         self.welcome = m  # time ("dilated" / "virtual"), vt0, flit_bytes, cpu_scale, topology
         self.flow = m.get("time") != "virtual"
+        self.hold = not self.flow  # the sends held until the next read (_flush)
         # the interconnect's clock minus this one's: due times are the interconnect's monotonic
         # clock, another host's for a remote task. Taken as the welcome is read, so a due time
         # here is late by the welcome's transit (tens of us), never early; 0 on the same host
@@ -233,7 +256,11 @@ class Comm:
         fields = {"id": self._ids, "to": int(dest), "data": data, **extra}
         if not measured:
             fields["measured"] = False
-        self.sock.send(P.encode("net_send", **fields))
+        # checked here only where a caller can get it wrong (the other fields are this module's
+        # and nodes.mpi's own; the interconnect checks every frame anyway): validating each
+        # send was a third of its encoding
+        bad = fields["to"] < 0 or len(data) > P.MAX_PAYLOAD
+        self._out((P.encode if bad else P.encode_unchecked)("net_send", **fields))
         if wait:
             self.wait(self._ids)
         return self._ids
@@ -247,7 +274,7 @@ class Comm:
         fields = {"group": group} if group else {}
         if vt is not None:
             fields["vt"] = vt
-        self.sock.send(P.encode("net_barrier", id=self._ids, **fields))
+        self._out(P.encode("net_barrier", id=self._ids, **fields))
         return self._ids
 
     # ------------------------------------------------------------------ virtual time
@@ -256,7 +283,7 @@ class Comm:
         """Virtual time (emulator.live.ic_virtual): this rank, at clock ``vt``, waits until
         ``until`` (None: its next event). Returns the frames of the answer (net_msg,
         net_delivered, ok), in order, and the answer's time; an ``error`` raises CommError."""
-        self.sock.send(P.encode_unchecked("net_wait", vt=vt, until=until, what=what[:500]))
+        self._out(P.encode_unchecked("net_wait", vt=vt, until=until, what=what[:500]))
         got = []
         while True:
             m = self._read(None)
@@ -269,7 +296,8 @@ class Comm:
 
     def bye(self, vt: float) -> None:
         """Virtual time: this rank has ended at clock ``vt`` (it bounds nobody any more)."""
-        self.sock.send(P.encode_unchecked("net_bye", vt=vt))
+        self._out(P.encode_unchecked("net_bye", vt=vt))
+        self._flush()
 
     def barrier_done(self, bid: int) -> bool:
         if bid in self.barriers:
@@ -324,19 +352,58 @@ class Comm:
 
     # ------------------------------------------------------------------ plumbing
 
+    def _out(self, frame: bytes) -> None:
+        """A frame to the interconnect: at once in dilated time (the window counts on its
+        notices), held until the next read in virtual time (:meth:`_flush`)."""
+        if self.hold:
+            self._outq.append(frame)
+        else:
+            self.sock.send(frame)
+
+    def _flush(self) -> None:
+        """The held frames as one message of several parts (the interconnect handles them in
+        order): a rank's sends and the wait after them cost one wake-up of each side, not one
+        per frame. Nothing is decided by when a frame arrives in virtual time (only by the
+        clock it carries), and a held send keeps the rank's bound where it was (the published
+        clock counts frames, emulator.live.vclock): holding changes no time, only when the
+        interconnect learns of it, at the rank's next read."""
+        q = self._outq
+        if not q:
+            return
+        self._outq = []
+        if len(q) == 1:
+            self.sock.send(q[0])
+        else:
+            self.sock.send_multipart(q)
+
+    def flush(self) -> None:
+        """Send what is held now (a caller about to compute for long without reading)."""
+        self._flush()
+
     def _read(self, deadline) -> dict | None:
         """The next frame from the interconnect, or None at ``deadline`` (None: no deadline).
-        Frames that arrived before the connection dropped are read first; then CommError
-        ``net-gone``."""
+        What this task holds goes out first. Frames that arrived before the connection dropped
+        are read first; then CommError ``net-gone``."""
+        if self._outq:
+            self._flush()
+        parts = self._parts
         while True:
+            if parts:
+                m = _decode(parts.popleft())
+                if m is None:
+                    continue
+                return m
             ready = self.kernel.wait(deadline, self.sock, self.mon)
             if not ready:
                 return None
             if self.sock in ready or self.sock.poll(0):
-                try:
-                    return P.decode(self.sock.recv(), max_size=P.MAX_FRAME + P.MAX_PAYLOAD)
-                except P.ProtocolError:
-                    continue
+                got = self.sock.recv_multipart()
+                if len(got) == 1:
+                    m = _decode(got[0])
+                    if m is None:
+                        continue
+                    return m
+                parts.extend(got)
             else:
                 self._gone()
 
@@ -386,6 +453,11 @@ class Comm:
 
     def close(self, linger: int | None = None) -> None:
         """Close the connection (``linger`` ms for unsent frames: the socket's 1 s by default)."""
+        if linger != 0:
+            try:
+                self._flush()
+            except zmq.ZMQError:
+                pass
         self.sock.disable_monitor()
         self.mon.close(linger=0)
         self.sock.close(linger=linger)
