@@ -11,16 +11,20 @@ Method: every configuration runs the same replications (the runner's checkpoints
 the numbers, never on where runs ran) into a fresh folder, so nothing is resumed. Each
 measurement is a child process that imports the checkout measured (PYTHONPATH=REPO). For Dask it
 starts a ``dask scheduler`` and N one-thread ``dask worker`` processes on 127.0.0.1 (as
-tests/test_dask.py does) and stops them by PID; their start-up, timed apart, includes importing
-the experiment's module on every worker (the pool's forked processes inherit it; ``--cold``: the
-bench leaves it to the first tasks, inside the clock, unless the measured tree's DaskPool does it
-when it connects). The executor is
-made before the clock and passed to the runner, so the figures are the sweep itself: submitting,
-running, collecting, logging each run to runs.jsonl. runs/s = replications / wall seconds (best of
-the rounds; the rounds, configurations and checkouts are interleaved so that a noisy neighbour
-hits them alike). The overhead per run = wall x workers / runs - mean seconds inside a run (the
-runs' own timing, in runs.jsonl): a worker's time per run beyond the simulation itself. tasks =
-what the runner submitted to the executor (runs / tasks = runs per task).
+tests/test_dask.py does) and stops them by PID. start-up s = what a cluster costs once, whatever
+the sweep: starting the scheduler and the workers, connecting the client (the pool: its
+processes), importing the runner, the simulator and the experiment's module on every worker (the
+pool's forked processes inherit them; ``--cold``: left to the first tasks, inside the clock,
+unless the measured tree's DaskPool does it when it connects); it is not counted per run. The
+clock then times the sweep itself: planning, submitting, running, collecting, logging each run
+to runs.jsonl, the workers left idle at the end of the queue. runs/s = replications / wall
+seconds (best of the rounds; the rounds, configurations and checkouts are interleaved so that a
+noisy neighbour hits them alike). run ms = mean seconds inside a run (the runs' own timing, in
+runs.jsonl). overhead per run = wall x workers / runs - run ms: a worker's time per run beyond the
+simulation itself, all of the sweep's costs after start-up spread over its runs (so a short
+sweep's first round trip and last idle worker weigh more per run than a long one's). tasks =
+what the runner submitted to the executor (runs / tasks = runs per task). ``--reps 0`` is the
+experiment's own stopping rule: lazy-fig4 --quick is then 32 runs (the issue's figure).
 """
 from __future__ import annotations
 
@@ -141,11 +145,11 @@ def _timed(exp, config: str, cluster, folder: Path, args) -> dict:
     from emulator.experiments.executors import DaskPool, Inline, LocalPool
     from emulator.experiments.runner import replicate
 
+    t0 = time.perf_counter()
     if cluster is None:
-        ex, startup = (Inline() if config == "inline" else LocalPool(2)), 0.0
+        ex = Inline() if config == "inline" else LocalPool(2)
     else:
-        ex, t0 = DaskPool(cluster.address, timeout=60), time.perf_counter()
-        startup = cluster.startup
+        ex = DaskPool(cluster.address, timeout=60)
     tasks, submit = [0], ex.submit
 
     def counted(*a):
@@ -154,9 +158,13 @@ def _timed(exp, config: str, cluster, folder: Path, args) -> dict:
     ex.submit = counted
     try:
         if cluster is not None and not args.cold:
-            # a fresh worker imports the simulator at its first task; a forked pool inherits it
-            ex.client.run(importlib.import_module, exp.point.__module__)
-            startup = cluster.startup + time.perf_counter() - t0
+            # once per connection, not per run: a fresh worker would import at its first task
+            # (a forked pool inherits the imports); an older tree's DaskPool has no prepare
+            if hasattr(ex, "prepare"):
+                ex.prepare(exp.point)
+            else:
+                ex.client.run(importlib.import_module, exp.point.__module__)
+        startup = (cluster.startup if cluster is not None else 0.0) + time.perf_counter() - t0
         t1 = time.perf_counter()
         _, computed, _, where = replicate(exp, folder / "out", quick=not args.full, progress=False, executor=ex)
         wall = time.perf_counter() - t1

@@ -80,6 +80,17 @@ def _lines(path: Path) -> int:
         return 0
 
 
+def _processing_on(client, name: str, sweep: subprocess.Popen, deadline: float) -> bool:
+    """Wait until the worker called ``name`` holds a task (while ``sweep`` runs)."""
+    while sweep.poll() is None and time.monotonic() < deadline:
+        info = client.scheduler_info()["workers"]
+        where = [a for a, w in info.items() if w.get("name") == name]
+        if where and client.processing(workers=where).get(where[0]):
+            return True
+        time.sleep(0.002)
+    return False
+
+
 def test_dask_batches_short_runs(cluster, tmp_path):
     """A sweep of short runs on the cluster: several runs to a task, the numbers of one process."""
     from emulator.experiments.executors import DaskPool, Inline
@@ -89,8 +100,8 @@ def test_dask_batches_short_runs(cluster, tmp_path):
                              "load": [0.3, 0.7], "time": 150, "seeds": 8})
     one = run_sweep(sweep, tmp_path / "one", executor=Inline(), progress=False)
     pool = DaskPool(cluster[0], timeout=30)
-    tasks, submit = [], pool.submit
-    pool.submit = lambda fn, *args: tasks.append(len(args[1])) or submit(fn, *args)
+    tasks, outcome = [], pool.outcome  # the runs each task did
+    pool.outcome = lambda h: tasks.append(len(outcome(h))) or outcome(h)
     try:
         run_sweep(sweep, tmp_path / "dask", executor=pool, progress=False)
     finally:
@@ -111,23 +122,23 @@ def test_dask_matches_local_and_survives_a_dead_worker(cluster, tmp_path):
     assert '"executor": "Dask at tcp://127.0.0.1' in out
     assert (tmp_path / "dask" / "lazy-fig4" / "results.csv").read_text() == local
 
-    # one worker killed (SIGKILL, with its nanny) while the sweep runs: its runs go to the other
+    # one worker killed (SIGKILL, with its nanny) while it runs a task of the sweep: its runs go to the other
     runs = tmp_path / "kill" / "lazy-fig4" / "runs.jsonl"
+    watch = distributed.Client(address, timeout=30)
     p = _mcemu("reproduce", "lazy-fig4", "--quick", "--dask", address, "--out", tmp_path / "kill", "--json")
     try:
-        deadline = time.monotonic() + 60
-        while _lines(runs) < 2 and p.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
+        busy = _processing_on(watch, "w1", p, time.monotonic() + 60)
         done_at_kill = _lines(runs)
         running_at_kill = p.poll() is None
         os.killpg(workers[1].pid, signal.SIGKILL)
         out, err = p.communicate(timeout=120)
     finally:
+        watch.close()
         if p.poll() is None:
             p.kill()
             p.wait()
     workers[1].wait(timeout=10)
-    assert running_at_kill and done_at_kill < total, "the sweep ended before the worker was killed"
+    assert busy and running_at_kill and done_at_kill < total, "the sweep ended before the worker was killed"
     assert p.returncode == 0, err
     assert (tmp_path / "kill" / "lazy-fig4" / "results.csv").read_text() == local
     assert _lines(runs) == total  # every replication once: none lost, none twice

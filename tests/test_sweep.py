@@ -196,16 +196,22 @@ BATCHED = {"name": "b", "topology": "hypercube:5", "scheduler": ["fcfs", "lazy"]
 
 
 class _Batching(Inline):
-    """In this process, but batching as a pool of two would; remembers each task's size."""
+    """In this process, but batching as a pool of two would; remembers each task's size (the
+    runs it was given) and the runs it did (a task stops starting runs at its time limit)."""
 
     workers = 2
 
     def __init__(self, batch_s=0.05):
-        self.batch_s, self.tasks = batch_s, []
+        self.batch_s, self.tasks, self.did = batch_s, [], []
 
     def submit(self, fn, *args):
         self.tasks.append(len(args[1]))
         return super().submit(fn, *args)
+
+    def outcome(self, h):
+        value = super().outcome(h)
+        self.did.append(len(value))
+        return value
 
 
 def _runs(path: Path) -> dict:
@@ -230,10 +236,23 @@ def test_batches_give_the_numbers_of_single_runs(tmp_path):
     finally:
         pool.close()
     runs = one["replications_computed"]
-    assert sum(batching.tasks) == runs and max(batching.tasks) > 1 and len(batching.tasks) < runs
+    assert sum(batching.did) == runs and max(batching.did) > 1 and len(batching.did) < runs
     for other in ("batched", "pool"):
         assert _runs(tmp_path / other / "b" / "runs.jsonl") == _runs(tmp_path / "one" / "b" / "runs.jsonl")
         assert (tmp_path / other / "b" / "results.csv").read_text() == (tmp_path / "one" / "b" / "results.csv").read_text()
+
+
+def test_a_task_past_its_time_limit_hands_back_the_runs_it_did_not_start(tmp_path):
+    """Every task stops after its first run (a limit of nanoseconds): the rest go back to the
+    queue and run later, each once, with its own seed: the numbers of one process."""
+    sweep = Sweep.from_dict({**BATCHED, "seeds": 5})
+    one = run_sweep(sweep, tmp_path / "one", executor=Inline(), progress=False)
+    batching = _Batching(batch_s=1e-9)
+    run_sweep(sweep, tmp_path / "cut", executor=batching, progress=False)
+    assert batching.tasks[:2] == [10, 10] and set(batching.did) == {1} and len(batching.did) == 20
+    assert one["replications_computed"] == 20
+    assert _runs(tmp_path / "cut" / "b" / "runs.jsonl") == _runs(tmp_path / "one" / "b" / "runs.jsonl")
+    assert (tmp_path / "cut" / "b" / "results.csv").read_text() == (tmp_path / "one" / "b" / "results.csv").read_text()
 
 
 def _stopping(point, after, error):
@@ -251,14 +270,14 @@ def test_a_sweep_interrupted_mid_batch_resumes(tmp_path):
     sweep = Sweep.from_dict({**BATCHED, "seeds": 12})
     ref = run_sweep(sweep, tmp_path / "ref", executor=Inline(), progress=False)
     total = ref["replications_computed"]
-    # a long target: after the first runs (one per task, to time them) a worker's half of the rest
+    # a long target: nothing timed yet, the 48 runs are dealt to the two workers, 24 a task
     exp = experiment(sweep)
-    point, calls = _stopping(exp.point, 10, KeyboardInterrupt())
+    point, calls = _stopping(exp.point, 30, KeyboardInterrupt())
     batching = _Batching(batch_s=10.0)
     with pytest.raises(KeyboardInterrupt):
         replicate(dataclasses.replace(exp, point=point), tmp_path / "out" / "b", progress=False, executor=batching)
     logged = len((tmp_path / "out" / "b" / "runs.jsonl").read_text().splitlines())
-    assert batching.tasks[:4] == [1, 1, 1, 1] and max(batching.tasks) > 6
+    assert batching.tasks == [24, 24] and logged == 24
     assert 0 < logged < calls[0] - 1  # runs of the batch cut short were done, and are not logged
     again = run_sweep(sweep, tmp_path / "out", executor=_Batching(), progress=False)
     assert again["replications_computed"] == total - logged
@@ -272,15 +291,20 @@ def test_a_run_that_fails_mid_batch_keeps_the_runs_before_it(tmp_path):
     batching = _Batching(batch_s=10.0)
     with pytest.raises(ValueError, match="bad point"):
         replicate(dataclasses.replace(exp, point=point), tmp_path / "b", progress=False, executor=batching)
-    assert max(batching.tasks) > 6  # the failure came inside a batch
+    assert batching.tasks == [24, 24]  # the failure came inside a batch, at its 10th run
     assert len((tmp_path / "b" / "runs.jsonl").read_text().splitlines()) == 9
 
 
 def test_batch_sizes():
-    q = deque(("a", r) for r in range(1000))
+    q = deque((k, r) for k in "ab" for r in range(3))
     b = Batcher(0.5, workers=2)
-    assert b.in_flight == 4
-    assert b.take(q) == [("a", 0)]  # nothing timed yet: one run, to time it
+    assert b.in_flight == 4 and b.limit == 1.0
+    # nothing timed yet: the queue dealt out, a stride through it per worker, then one run a task
+    assert b.take(q) == [("a", 0), ("a", 2), ("b", 1)]
+    assert b.take(q) == [("a", 1), ("b", 0), ("b", 2)] and not q
+    q = deque(("a", r) for r in range(1000))
+    assert b.take(q) == [("a", 0)]
+    assert len(Batcher(0.5, workers=1).take(deque(("a", r) for r in range(5000)))) == MAX_BATCH
     b.observe("a", 0.01)
     assert len(b.take(q)) == 50  # 0.5 s of 10 ms runs
     q = deque(("a", r) for r in range(40))
@@ -293,6 +317,7 @@ def test_batch_sizes():
     b.observe("fast", 0.0)
     assert len(b.take(deque(("fast", r) for r in range(5000)))) == MAX_BATCH
     single = Batcher(0.0, workers=4)
-    assert single.in_flight == math.inf
+    assert single.in_flight == math.inf and single.limit is None
+    assert single.take(deque([("a", 0), ("a", 1)])) == [("a", 0)]
     single.observe("a", 0.001)
     assert single.take(deque([("a", 0), ("a", 1)])) == [("a", 0)]

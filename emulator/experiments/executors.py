@@ -6,6 +6,7 @@ cluster. Each is the same small interface, so the runner (``runner.replicate``) 
     ex.lost(exc)         -> whether the run was lost with its worker (submit it again)
     ex.close(cancel)     ex.workers (how many run at once, for the progress line)
     ex.describe()        one line for the report
+    ex.prepare(fn)       (optional) ready the workers for runs of ``fn`` before the first
     ex.batch_s           the seconds of runs one task should carry (0: one run per task)
 
 A task costs the pool or the cluster a few milliseconds whatever it does (submitting, the
@@ -134,18 +135,22 @@ class DaskPool:
             why = " ".join(str(e).split()) or type(e).__name__
             raise ReproduceError(f"cannot reach the Dask scheduler at {address}: {why}") from None
         self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
-        self._warm()
+        self._warm: set = set()
+        self.prepare(None)
 
-    def _warm(self) -> None:
-        """Every worker imports the runner and the simulator now: a worker without mcemu is a
+    def prepare(self, fn) -> None:
+        """Every worker imports the runner and the simulator, and the module of ``fn`` (the
+        point function of the runs to come), once per connection: a worker without mcemu is a
         one-line error before any run, and the first tasks do not pay ~0.2 s of imports each
         (a forked pool's processes inherit them; a worker that joins later imports at its first task)."""
-        try:
-            self.client.run(importlib.import_module, "emulator.experiments._points")
-            self.client.run(importlib.import_module, "emulator.experiments.runner")
-        except ImportError as e:
-            self.close()
-            raise ReproduceError(_worker_import_error(e)) from None
+        mods = ["emulator.experiments._points", "emulator.experiments.runner", getattr(fn, "__module__", None)]
+        for mod in (m for m in mods if m and m not in self._warm):
+            try:
+                self.client.run(importlib.import_module, mod)
+            except ImportError as e:
+                self.close()
+                raise ReproduceError(_worker_import_error(e)) from None
+            self._warm.add(mod)
 
     def submit(self, fn, *args):
         # pure=False: a replication is a task of its own even when its arguments repeat
@@ -185,12 +190,14 @@ class DaskPool:
 class Batcher:
     """Takes runs from the front of the runner's queue, ``(key, rep)`` pairs, in batches of about
     ``target`` seconds: a run's length is guessed from the runs of its point timed so far (of an
-    unseen point, the longest point mean seen: a batch rather too short than too long). Until any
-    run has been timed, a batch is one run, and only ``in_flight`` tasks are out at once, so
-    the first results size the later batches. A batch also stays under the queued work's share
-    per worker (/ :data:`SPREAD`), so the last batches do not leave a worker idle, down to
-    :data:`FLOOR` of the target (smaller ones would cost more in tasks than they save at the end)
-    but never past one worker's share."""
+    unseen point, the longest point mean seen: a batch rather too short than too long). Before any
+    run is timed, the queue is dealt out at once, one task per worker, each a stride through it
+    (every point's replications spread over the workers alike): a short sweep is then a single
+    round of tasks, a long one's first tasks stop at their time limit (:attr:`limit`) and hand
+    back the runs they did not start. A batch also stays under the queued work's share per worker
+    (/ :data:`SPREAD`), so the last batches do not leave a worker idle, down to :data:`FLOOR` of
+    the target (smaller ones would cost more in tasks than they save at the end) but never past
+    one worker's share."""
 
     SPREAD = 2
     FLOOR = 0.2
@@ -199,6 +206,9 @@ class Batcher:
         self.target, self.workers = float(target), max(1, int(workers))
         # not batching: everything out at once, as an executor without batches always did
         self.in_flight = 2 * self.workers if self.target > 0 else math.inf
+        # a task stops starting runs past this (its runs' estimate was short, or there was none)
+        self.limit = 2 * self.target if self.target > 0 else None
+        self._blind = self.workers  # tasks dealt out before any run is timed
         self._sum: dict = {}  # key -> (seconds, runs)
         self._all = [0.0, 0]
 
@@ -217,10 +227,12 @@ class Batcher:
 
     def take(self, queue: deque) -> list:
         """The next batch, popped from ``queue`` (at least one run)."""
+        if self.target <= 0:
+            return [queue.popleft()]
+        est = self.estimate(queue[0][0])
+        if est is None:
+            return self._deal(queue)
         first = queue.popleft()
-        est = self.estimate(first[0])
-        if self.target <= 0 or est is None:
-            return [first]
         mean = self._all[0] / self._all[1]
         queued = (len(queue) + 1) * mean
         share = queued / (self.workers * self.SPREAD)
@@ -232,6 +244,20 @@ class Batcher:
                 break
             batch.append(queue.popleft())
             used += nxt
+        return batch
+
+    def _deal(self, queue: deque) -> list:
+        """Nothing timed yet: every ``k``-th run of the queue, k the tasks still to deal (the
+        queue is point after point, so each task gets its share of every point); past them, one
+        run a task until the first come back timed."""
+        if self._blind < 1:
+            return [queue.popleft()]
+        stride, self._blind = self._blind, self._blind - 1
+        runs = list(queue)
+        batch = runs[::stride][:MAX_BATCH]
+        picked = set(range(0, stride * len(batch), stride))
+        queue.clear()
+        queue.extend(r for i, r in enumerate(runs) if i not in picked)
         return batch
 
 

@@ -71,13 +71,17 @@ def _load_runs(path: Path) -> dict:
     return done
 
 
-def _call_batch(point, runs):
+def _call_batch(point, runs, limit=None):
     """Run ``runs`` ([(params, seed)]) one after the other where the executor put them: one task
-    for many short runs. Returns [(metrics, seconds)]. A run that raises ends the batch; its
+    for many short runs; past ``limit`` seconds no further run starts (the runner queues those
+    again). Returns [(metrics, seconds)] of the runs done. A run that raises ends the batch; its
     exception carries the runs done before it (``runs_done``), so they are logged all the same."""
     out = []
+    start = time.perf_counter()
     for params, seed in runs:
         t0 = time.perf_counter()
+        if out and limit is not None and t0 - start >= limit:
+            break
         try:
             metrics = point(params, seed)
         except Exception as e:
@@ -120,7 +124,8 @@ def _replicate(plan: Plan, log, ex, bar, task) -> int:
     while queue or pending:
         while queue and len(pending) < batcher.in_flight:
             runs = batcher.take(queue)
-            pending[ex.submit(_call_batch, exp.point, [(plan.by_key[k], seed_of(exp, r)) for k, r in runs])] = runs
+            todo = [(plan.by_key[k], seed_of(exp, r)) for k, r in runs]
+            pending[ex.submit(_call_batch, exp.point, todo, batcher.limit)] = runs
         for f in ex.wait(pending):
             runs = pending.pop(f)
             done, error = _outcome(ex, f)
@@ -134,8 +139,10 @@ def _replicate(plan: Plan, log, ex, bar, task) -> int:
                 submitted += len(more)
             log.flush()
             computed += len(done)
-            if error is not None:
-                rest = runs[len(done):]
+            rest = runs[len(done):]
+            if error is None:
+                queue.extendleft(reversed(rest))  # not started before the task's time limit
+            else:
                 if not ex.lost(error) or any(lost[x] >= RESUBMITS for x in rest):
                     raise error
                 for x in rest:  # lost with its worker: the same replications (same seeds) again
@@ -180,6 +187,8 @@ def replicate(exp: Experiment, out: Path, *, quick: bool = False, jobs: int | No
     ex = executor if executor is not None else make_executor(jobs, dask, dask_timeout)
     cancel = True
     try:
+        if hasattr(ex, "prepare"):
+            ex.prepare(exp.point)  # Dask: the point's module imported once per worker, not by its first tasks
         out.mkdir(parents=True, exist_ok=True)  # after the executor: an unreachable cluster leaves nothing
         computed = _run_with_progress(plan, runs_path, progress, ex)
         cancel = False
