@@ -1,5 +1,12 @@
 """``figure.png`` of ``mcemu reproduce``: one subplot per panel of the experiment, with 95%
-confidence bars and an open marker where a point reached the replication cap."""
+confidence bars and an open marker where a point reached the replication cap.
+
+A panel of kind ``contour`` draws its metric over two parameters, as the dissertation's Figs
+6.8/6.9 do: ``x`` on the x axis and the parameter named by ``series`` (a string) on the y axis,
+gray filled bands between labelled level lines, the diagonal x = y dashed, a dot per point (open
+where the point reached the cap). Its ``linestyle`` is asked for the style of the panel's title:
+a style other than solid marks the panel as ours (an extra, not the paper's): its level lines take
+that style on a blue scale, so the paper's panels read as in the paper."""
 from __future__ import annotations
 
 import math
@@ -21,6 +28,9 @@ def plot(exp: Experiment, res: Results, path: Path) -> None:
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     for ax, panel in zip(axes.flat, exp.panels):
+        if panel.kind == "contour":
+            _contour(fig, ax, res, panel)
+            continue
         series = _panel_rows(res, panel)
         if panel.kind == "bar":
             xs = sorted({t[0] for v in series.values() for t in v}, key=_sort_key)
@@ -64,11 +74,46 @@ def plot(exp: Experiment, res: Results, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     quick = " (quick form)" if res.quick else ""
-    fig.suptitle(f"{exp.paper}, {exp.figure}: {exp.title}{quick}\n"
-                 "error bars: 95% CI; open marker: replication cap reached", fontsize=10)
+    key = ("error bars: 95% CI; open marker: replication cap reached" if any(p.kind != "contour" for p in exp.panels)
+           else "contours of the means at the dots (open: replication cap reached); red dashed: x = y")
+    fig.suptitle(f"{exp.paper}, {exp.figure}: {exp.title}{quick}\n{key}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _contour(fig, ax, res: Results, panel) -> None:
+    """The metric over (x, y) = (params[panel.x], params[panel.series]) on the grid of the
+    points matching ``where``; a missing grid cell stays blank."""
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    pts = res.select(**panel.where)
+    if not pts:  # a study the quick form does not run
+        ax.set_visible(False)
+        return
+    xs = sorted({p.params[panel.x] for p in pts})
+    ys = sorted({p.params[panel.series] for p in pts})
+    z = np.full((len(ys), len(xs)), np.nan)
+    for p in pts:
+        z[ys.index(p.params[panel.series]), xs.index(p.params[panel.x])] = p.mean(panel.metric)
+    style = panel.linestyle(panel.title) if panel.linestyle else "-"
+    ours = style not in ("-", "solid")
+    levels = MaxNLocator(nbins=9).tick_values(np.nanmin(z), np.nanmax(z))
+    z = np.ma.masked_invalid(z)
+    filled = ax.contourf(xs, ys, z, levels=levels, cmap="Blues" if ours else "Greys", alpha=0.85)
+    lines = ax.contour(xs, ys, z, levels=levels, colors="k", linewidths=0.7, linestyles=style)
+    ax.clabel(lines, fmt="%g", fontsize=7, inline=True)
+    fig.colorbar(filled, ax=ax, fraction=0.046, pad=0.03)
+    lo, hi = max(xs[0], ys[0]), min(xs[-1], ys[-1])
+    ax.plot([lo, hi], [lo, hi], "--", color="tab:red", lw=1)
+    done = [(p.params[panel.x], p.params[panel.series], p.capped) for p in pts]
+    ax.plot([d[0] for d in done if not d[2]], [d[1] for d in done if not d[2]], ".", color="k", ms=3)
+    ax.plot([d[0] for d in done if d[2]], [d[1] for d in done if d[2]], "o", mfc="white", mec="k", ms=4)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_title(panel.title, fontsize=10)
+    ax.set_xlabel(panel.xlabel or panel.x)
+    ax.set_ylabel(panel.ylabel or str(panel.series))
 
 
 def _finite(v):
