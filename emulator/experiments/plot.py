@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from emulator.experiments.experiment import Experiment, Results, _hashable, _sort_key
+from emulator.experiments.experiment import Experiment, ReproduceError, Results, _hashable, _sort_key
 from emulator.experiments.report import _panel_rows
 
 
@@ -92,8 +92,12 @@ def _contour(fig, ax, res: Results, panel) -> None:
     if not pts:  # a study the quick form does not run
         ax.set_visible(False)
         return
-    xs = sorted({p.params[panel.x] for p in pts})
-    ys = sorted({p.params[panel.series] for p in pts})
+    xs = sorted({p.params.get(panel.x) for p in pts}, key=_sort_key)
+    ys = sorted({p.params.get(panel.series) for p in pts}, key=_sort_key)
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs + ys)
+    if not numeric or min(len(xs), len(ys)) < 2:
+        raise ReproduceError(f"contour panel {panel.title!r}: {panel.x} and {panel.series} must each take "
+                             f"two numeric values at least, got {xs} and {ys}")
     z = np.full((len(ys), len(xs)), np.nan)
     for p in pts:
         z[ys.index(p.params[panel.series]), xs.index(p.params[panel.x])] = p.mean(panel.metric)
