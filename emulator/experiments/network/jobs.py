@@ -120,8 +120,8 @@ def _settings(quick: bool) -> str:
             f"mean {mean:g} for the 1x1 jobs (no path); 1 time unit = {unit:g} us "
             f"(the contention-free run time K x (MTBS + L x T_t) averages {mean:g} units). "
             f"Wormhole: L = 500 flits, T_t = 0.05 us, XY routing, FCFS arbitration, 1-flit buffers. Runs of "
-            f"{p['completions']} completions, the first {p['warmup']} not counted; rules' threshold 25 us (MBS-ch6: MTBS-0 jobs "
-            f"spread their crossing paths, MTBS-250 jobs minimise them).")
+            f"{p['completions']} completions, the first {p['warmup']} not counted; rules' threshold 25 us "
+            f"(MBS-ch6: MTBS-0 jobs spread their crossing paths, MTBS-250 jobs minimise them).")
 
 
 NOTES = (
