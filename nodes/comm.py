@@ -194,7 +194,12 @@ class Comm:
         # wall s between a message's due time and its hand-over to the program (recv, or take):
         # the interconnect sends it a little ahead with its due time, and it is held until then
         self.lateness: list[float] = []
-        self.hold = False  # until the welcome says virtual time
+        # True: frames are held until the next read or flush() (virtual time only: the window
+        # of dilated time counts on each send going out). Set by the caller for the span of one
+        # MPI call (its sends and the wait after them leave as one message): held across the
+        # program's own computing, a send would wait for its next call, and the interconnect,
+        # which cannot use a published clock that counts a frame not yet arrived, with it.
+        self.hold = False
         hello = {"group": group} if group else {}
         if os.environ.get("MCEMU_TASK_SECRET"):  # this task's rank claim, from its run (issue 30)
             hello["secret"] = os.environ["MCEMU_TASK_SECRET"]
@@ -213,7 +218,6 @@ class Comm:
             raise
         self.welcome = m  # time ("dilated" / "virtual"), vt0, flit_bytes, cpu_scale, topology
         self.flow = m.get("time") != "virtual"
-        self.hold = not self.flow  # the sends held until the next read (_flush)
         # the interconnect's clock minus this one's: due times are the interconnect's monotonic
         # clock, another host's for a remote task. Taken as the welcome is read, so a due time
         # here is late by the welcome's transit (tens of us), never early; 0 on the same host
@@ -353,9 +357,8 @@ class Comm:
     # ------------------------------------------------------------------ plumbing
 
     def _out(self, frame: bytes) -> None:
-        """A frame to the interconnect: at once in dilated time (the window counts on its
-        notices), held until the next read in virtual time (:meth:`_flush`)."""
-        if self.hold:
+        """A frame to the interconnect: at once, or held (``hold``, :meth:`_flush`)."""
+        if self.hold and not self.flow:
             self._outq.append(frame)
         else:
             self.sock.send(frame)
@@ -365,8 +368,7 @@ class Comm:
         order): a rank's sends and the wait after them cost one wake-up of each side, not one
         per frame. Nothing is decided by when a frame arrives in virtual time (only by the
         clock it carries), and a held send keeps the rank's bound where it was (the published
-        clock counts frames, emulator.live.vclock): holding changes no time, only when the
-        interconnect learns of it, at the rank's next read."""
+        clock counts frames, emulator.live.vclock): holding changes no time."""
         q = self._outq
         if not q:
             return

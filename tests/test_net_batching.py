@@ -107,6 +107,7 @@ def test_comm_holds_virtual_time_frames_until_it_reads_and_reads_a_message_of_pa
     t.start()
     try:
         with Comm(ep, timeout=5) as c:
+            c.hold = True  # one MPI call's span (nodes.mpi.live)
             c.send(1, b"x", vt=0.1, nbytes=1)
             c.send(1, b"y", vt=0.2, nbytes=1)
             assert len(c._outq) == 2  # held: nothing is decided by when they arrive
@@ -126,7 +127,7 @@ def test_comm_refuses_a_bad_send_at_the_sender(tmp_path, monkeypatch):
     from nodes.comm import Comm
 
     c = Comm.__new__(Comm)
-    c.flow, c.hold, c._ids, c._outq = False, True, 0, []
+    c.flow, c.hold, c._ids, c._outq = False, True, 0, []  # held: the check is at the call, not the flush
     with pytest.raises(P.ProtocolError):
         c.send(-1, b"x")
     with pytest.raises(P.ProtocolError):
