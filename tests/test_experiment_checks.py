@@ -43,7 +43,7 @@ PINS = {
     "net-fig5-11": ("partly agree", 4, 1, 0), "net-fig5-12": ("partly agree", 3, 2, 0),
     "net-fig5-15": ("partly agree", 3, 1, 3), "net-fig5-17": ("partly agree", 6, 2, 0),
     "net-fig6-2": ("agree", 3, 0, 0), "net-fig6-4": ("partly agree", 3, 1, 0),
-    "net-fig6-5": ("partly agree", 4, 0, 1), "net-fig6-8": ("partly agree", 4, 2, 1),
+    "net-fig6-5": ("partly agree", 4, 0, 1), "net-fig6-8": ("partly agree", 3, 2, 2),
     "net-fig6-11": ("partly agree", 2, 1, 0), "net-fig6-13": ("partly agree", 1, 1, 2),
     "net-jobs": ("partly agree", 14, 0, 5),
 }

@@ -86,7 +86,6 @@ def _contour(fig, ax, res: Results, panel) -> None:
     """The metric over (x, y) = (params[panel.x], params[panel.series]) on the grid of the
     points matching ``where``; a missing grid cell stays blank."""
     import numpy as np
-    from matplotlib.ticker import MaxNLocator
 
     pts = res.select(**panel.where)
     if not pts:  # a study the quick form does not run
@@ -103,11 +102,11 @@ def _contour(fig, ax, res: Results, panel) -> None:
         z[ys.index(p.params[panel.series]), xs.index(p.params[panel.x])] = p.mean(panel.metric)
     style = panel.linestyle(panel.title) if panel.linestyle else "-"
     ours = style not in ("-", "solid")
-    levels = MaxNLocator(nbins=9).tick_values(np.nanmin(z), np.nanmax(z))
+    levels = _levels(np.nanmin(z), np.nanmax(z))
     z = np.ma.masked_invalid(z)
     filled = ax.contourf(xs, ys, z, levels=levels, cmap="Blues" if ours else "Greys", alpha=0.85)
     lines = ax.contour(xs, ys, z, levels=levels, colors="k", linewidths=0.7, linestyles=style)
-    ax.clabel(lines, fmt="%g", fontsize=7, inline=True)
+    ax.clabel(lines, lines.levels[::2], fmt="%g", fontsize=7, inline=True)
     fig.colorbar(filled, ax=ax, fraction=0.046, pad=0.03)
     lo, hi = max(xs[0], ys[0]), min(xs[-1], ys[-1])
     ax.plot([lo, hi], [lo, hi], "--", color="tab:red", lw=1)
@@ -118,6 +117,24 @@ def _contour(fig, ax, res: Results, panel) -> None:
     ax.set_title(panel.title, fontsize=10)
     ax.set_xlabel(panel.xlabel or panel.x)
     ax.set_ylabel(panel.ylabel or str(panel.series))
+
+
+def _levels(lo: float, hi: float):
+    """Level values over [lo, hi]: evenly spaced, or spaced by ratio (2 significant digits)
+    when the values span more than a factor of 3 (delays that climb steeply at one corner would
+    otherwise leave the rest of the map in one band)."""
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    if lo > 0 and hi / lo > 3:
+        vals = [float(f"{v:.2g}") for v in np.geomspace(lo, hi, 14)]
+        vals = sorted(set(vals))
+        if vals[0] > lo:
+            vals[0] = float(np.floor(lo))
+        if vals[-1] < hi:
+            vals[-1] = float(np.ceil(hi))
+        return vals
+    return MaxNLocator(nbins=9).tick_values(lo, hi)
 
 
 def _finite(v):
