@@ -150,18 +150,25 @@ def _timed(exp, config: str, cluster, folder: Path, args) -> dict:
         ex = Inline() if config == "inline" else LocalPool(2)
     else:
         ex = DaskPool(cluster.address, timeout=60)
-    tasks, submit = [0], ex.submit
+    tasks, submit, submit_all = [0], ex.submit, getattr(ex, "submit_all", None)
 
     def counted(*a):
         tasks[0] += 1
         return submit(*a)
+
+    def counted_all(fn, arglists):
+        tasks[0] += len(arglists)
+        return submit_all(fn, arglists)
     ex.submit = counted
+    if submit_all is not None:
+        ex.submit_all = counted_all
     try:
         if cluster is not None and not args.cold:
             # once per connection, not per run: a fresh worker would import at its first task
             # (a forked pool inherits the imports); an older tree's DaskPool has no prepare
             if hasattr(ex, "prepare"):
-                ex.prepare(exp.point)
+                from emulator.experiments.runner import _call_batch
+                ex.prepare(_call_batch, exp.point, [])  # as the runner does
             else:
                 ex.client.run(importlib.import_module, exp.point.__module__)
         startup = (cluster.startup if cluster is not None else 0.0) + time.perf_counter() - t0

@@ -2,11 +2,12 @@
 cluster. Each is the same small interface, so the runner (``runner.replicate``) has one loop:
 
     ex.submit(fn, *args) -> handle      ex.wait(handles) -> the handles now finished
+    ex.submit_all(fn, [args, ...]) -> handles   (optional) several at once
     ex.outcome(handle)   -> fn's value (or its exception raised)
     ex.lost(exc)         -> whether the run was lost with its worker (submit it again)
     ex.close(cancel)     ex.workers (how many run at once, for the progress line)
     ex.describe()        one line for the report
-    ex.prepare(fn)       (optional) ready the workers for runs of ``fn`` before the first
+    ex.prepare(fn, *args) (optional) ready the workers for tasks fn(*args) before the first
     ex.batch_s           the seconds of runs one task should carry (0: one run per task)
 
 A task costs the pool or the cluster a few milliseconds whatever it does (submitting, the
@@ -30,6 +31,7 @@ import importlib
 import logging
 import math
 import os
+import socket
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -134,32 +136,49 @@ class DaskPool:
                 self.cluster.close()
             why = " ".join(str(e).split()) or type(e).__name__
             raise ReproduceError(f"cannot reach the Dask scheduler at {address}: {why}") from None
-        self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        found = self.client.scheduler_info().get("workers", {})
+        self.workers = max(1, len(found))
+        # results fetched from the workers, not relayed by the scheduler: about half a short
+        # task's round trip (a worker that cannot be reached is still asked through the scheduler)
+        self.client.direct_to_workers = _reachable(list(found)[:4])
         self._warm: set = set()
-        self.prepare(None)
+        self.prepare()
 
-    def prepare(self, fn) -> None:
-        """Every worker imports the runner and the simulator, and the module of ``fn`` (the
-        point function of the runs to come), once per connection: a worker without mcemu is a
-        one-line error before any run, and the first tasks do not pay ~0.2 s of imports each
-        (a forked pool's processes inherit them; a worker that joins later imports at its first task)."""
-        mods = ["emulator.experiments._points", "emulator.experiments.runner", getattr(fn, "__module__", None)]
-        for mod in (m for m in mods if m and m not in self._warm):
-            try:
+    def prepare(self, fn=None, *args) -> None:
+        """Ready every worker for tasks ``fn(*args)``, once per connection: import the runner, the
+        simulator and the modules of ``fn`` and of the functions among ``args`` (a worker without
+        mcemu is a one-line error before any run; the first tasks do not pay ~0.2 s of imports
+        each), then one call of ``fn(*args)`` on each worker (a no-op such as an empty batch: a
+        worker's first task of a kind costs it ~0.1-0.3 s more, paid here, before the runs)."""
+        mods = ["emulator.experiments._points", "emulator.experiments.runner"]
+        mods += [getattr(f, "__module__", None) for f in (fn, *args) if callable(f)]
+        try:
+            for mod in (m for m in mods if m and m not in self._warm):
                 self.client.run(importlib.import_module, mod)
-            except ImportError as e:
-                self.close()
-                raise ReproduceError(_worker_import_error(e)) from None
-            self._warm.add(mod)
+                self._warm.add(mod)
+            if fn is not None and fn not in self._warm:
+                ws = list(self.client.scheduler_info().get("workers", {}))
+                # allow_other_workers: a worker gone meanwhile does not hold the call up
+                self.client.gather([self.client.submit(fn, *args, workers=[w], allow_other_workers=True, pure=False)
+                                    for w in ws])
+                self._warm.add(fn)
+        except ImportError as e:
+            self.close()
+            raise ReproduceError(_worker_import_error(e)) from None
 
     def submit(self, fn, *args):
+        return self.submit_all(fn, [args])[0]
+
+    def submit_all(self, fn, arglists: list) -> list:
+        """``submit`` for each of ``arglists``, sent to the scheduler in one message (the client
+        batches what it sends in 10 ms: a second task alone would reach its worker up to 10 ms late)."""
         # pure=False: a replication is a task of its own even when its arguments repeat
-        f = self.client.submit(fn, *args, pure=False)
+        fs = self.client.map(fn, *zip(*arglists), pure=False)
         if self._done is None:
-            self._done = self.distributed.as_completed([f])
+            self._done = self.distributed.as_completed(fs)
         else:
-            self._done.add(f)
-        return f
+            self._done.update(fs)
+        return fs
 
     def wait(self, handles):
         # as_completed, not distributed.wait over every pending future: O(1) per finished run
@@ -259,6 +278,21 @@ class Batcher:
         queue.clear()
         queue.extend(r for i, r in enumerate(runs) if i not in picked)
         return batch
+
+
+def _reachable(addresses: list, timeout: float = 1.0) -> bool:
+    """Whether this process can open a connection to each of the ``tcp://`` ``addresses``."""
+    if not addresses:
+        return False
+    for a in addresses:
+        host, _, port = a.removeprefix("tcp://").rpartition(":")
+        if not a.startswith("tcp://") or not port.isdigit():
+            return False
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+        except OSError:
+            return False
+    return True
 
 
 def _worker_import_error(e: ImportError) -> str:

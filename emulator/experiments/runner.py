@@ -94,6 +94,15 @@ def _call_batch(point, runs, limit=None):
     return out
 
 
+def _submit_all(ex, fn, arglists: list) -> list:
+    """``ex.submit(fn, *args)`` for each of ``arglists``, in one message where the executor can
+    (Dask: one graph update, so that the tasks of a round reach their workers together)."""
+    if not arglists:
+        return []
+    many = getattr(ex, "submit_all", None)
+    return many(fn, arglists) if many is not None else [ex.submit(fn, *a) for a in arglists]
+
+
 def _outcome(ex, handle) -> tuple[list, Exception | None]:
     """(the runs a task finished, the error that ended it or None)."""
     try:
@@ -122,10 +131,11 @@ def _replicate(plan: Plan, log, ex, bar, task) -> int:
     lost: dict = defaultdict(int)
 
     while queue or pending:
-        while queue and len(pending) < batcher.in_flight:
-            runs = batcher.take(queue)
-            todo = [(plan.by_key[k], seed_of(exp, r)) for k, r in runs]
-            pending[ex.submit(_call_batch, exp.point, todo, batcher.limit)] = runs
+        batches = []
+        while queue and len(pending) + len(batches) < batcher.in_flight:
+            batches.append(batcher.take(queue))
+        args = [(exp.point, [(plan.by_key[k], seed_of(exp, r)) for k, r in runs], batcher.limit) for runs in batches]
+        pending.update(zip(_submit_all(ex, _call_batch, args), batches))
         for f in ex.wait(pending):
             runs = pending.pop(f)
             done, error = _outcome(ex, f)
@@ -188,7 +198,7 @@ def replicate(exp: Experiment, out: Path, *, quick: bool = False, jobs: int | No
     cancel = True
     try:
         if hasattr(ex, "prepare"):
-            ex.prepare(exp.point)  # Dask: the point's module imported once per worker, not by its first tasks
+            ex.prepare(_call_batch, exp.point, [])  # Dask: each worker's first task is an empty batch
         out.mkdir(parents=True, exist_ok=True)  # after the executor: an unreachable cluster leaves nothing
         computed = _run_with_progress(plan, runs_path, progress, ex)
         cancel = False
