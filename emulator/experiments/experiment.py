@@ -20,7 +20,7 @@ class Panel:
     """One subplot, and one table in the report: ``metric`` against parameter ``x`` for the
     points matching ``where``, one series per ``series(params)`` label. ``xmetrics`` instead
     takes x from a list of (x value, metric name) pairs (a curve inside each point: lazy
-    Figure 8). ``kind`` "line" or "bar" (x categorical)."""
+    Figure 8). ``kind`` "line", "bar" (x categorical) or "contour" (emulator.experiments.plot)."""
 
     title: str
     metric: str
@@ -34,6 +34,9 @@ class Panel:
     xmetrics: list | None = None
     hline: str | None = None  # a metric drawn as a dashed reference (lazy Fig. 9's last arrival)
     linestyle: Callable[[str], str] | None = None  # series label -> matplotlib style ("-", ":")
+    # a measured metric drawn on the x axis in place of parameter ``x`` (chapter 7 plots against the
+    # utilization the machine reached, not the offered load); the tables keep ``x`` as their rows
+    xmetric: str | None = None
 
     def label(self, params: dict) -> str:
         return self.series(params) if callable(self.series) else str(params.get(self.series))

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from emulator.experiments.experiment import Experiment, ReproduceError, Results, _hashable, _sort_key
-from emulator.experiments.report import _panel_rows
+from emulator.experiments.report import _panel_rows, _xmetric_means
 
 
 def plot(exp: Experiment, res: Results, path: Path) -> None:
@@ -44,7 +44,10 @@ def plot(exp: Experiment, res: Results, path: Path) -> None:
             ax.set_xticks(range(len(xs)))
             ax.set_xticklabels([str(x) for x in xs])
         else:
+            measured = _xmetric_means(res, panel)  # x: a measured metric (chapter 7's utilization)
             for lab, pts in series.items():
+                if measured:  # in the offered load's order: past saturation a curve bends back
+                    pts = [(measured.get((lab, t[0]), math.nan), *t[1:]) for t in pts]
                 xs = [t[0] for t in pts]
                 ys = [t[1] for t in pts]
                 es = [_finite(t[2]) for t in pts]

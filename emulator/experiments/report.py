@@ -51,14 +51,29 @@ def _panel_rows(res: Results, panel: Panel):
     return series
 
 
+def _xmetric_means(res: Results, panel: Panel) -> dict:
+    """{(series label, x): mean of ``panel.xmetric``} for a panel that draws a measured metric on
+    its x axis (empty for the others)."""
+    if not panel.xmetric or panel.xmetrics:
+        return {}
+    return {(panel.label(p.params), _hashable(p.params.get(panel.x))): p.mean(panel.xmetric)
+            for p in res.select(**panel.where) if panel.xmetric in p.stats}
+
+
 def panel_table(res: Results, panel: Panel, exact: bool = False) -> str:
     series = _panel_rows(res, panel)
     xs = sorted({t[0] for v in series.values() for t in v}, key=_sort_key)
     labs = list(series)
-    head = f"| {panel.xlabel or panel.x} | " + " | ".join(labs) + " |"
     what = "one deterministic run" if exact else "mean ± 95% CI half-width; * = cap reached"
-    lines = [f"**{panel.title}** — {panel.ylabel or panel.metric} ({what})",
-             "", head, "|" + "---|" * (len(labs) + 1)]
+    measured = _xmetric_means(res, panel)
+    if measured:
+        what += f"; in brackets: the measured {panel.xmetric}, the figure's x"
+    if panel.kind == "contour":  # its ylabel names the y axis (a parameter), not the metric
+        title = f"{panel.metric} ({what}); rows: {panel.xlabel or panel.x}, columns: {panel.ylabel or panel.series}"
+    else:
+        title = f"{panel.ylabel or panel.metric} ({what})"
+    head = f"| {panel.x if measured else panel.xlabel or panel.x} | " + " | ".join(labs) + " |"
+    lines = [f"**{panel.title}** — {title}", "", head, "|" + "---|" * (len(labs) + 1)]
     for x in xs:
         cells = []
         for lab in labs:
@@ -67,7 +82,8 @@ def panel_table(res: Results, panel: Panel, exact: bool = False) -> str:
                 cells.append("")
                 continue
             _, mu, hw, capped = hit[0]
-            cells.append(fmt(mu) if exact else f"{fmt(mu)} ± {fmt(hw, 2)}" + ("*" if capped else ""))
+            cells.append((fmt(mu) if exact else f"{fmt(mu)} ± {fmt(hw, 2)}" + ("*" if capped else ""))
+                         + (f" [{fmt(measured[lab, x])}]" if (lab, x) in measured else ""))
         lines.append(f"| {x} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

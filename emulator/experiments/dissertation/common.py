@@ -87,12 +87,8 @@ def extra_style(label: str) -> str:
 
 def util_x() -> dict:
     """Panel arguments that put the measured utilization on the x axis, as the chapter's
-    figures do, where the panels support a metric on x (``Panel.xmetric``); else the offered
-    load stays there (equal to the utilization below saturation)."""
-    from emulator.experiments.experiment import Panel
-    if "xmetric" in getattr(Panel, "__dataclass_fields__", {}):
-        return {"xmetric": "utilization", "xlabel": "system utilization (measured)"}
-    return {"xlabel": "offered load (= utilization below saturation)"}
+    figures do (``Panel.xmetric``); the tables keep the offered load as their rows."""
+    return {"xmetric": "utilization", "xlabel": "system utilization (measured)"}
 
 
 def q_label(p):
