@@ -186,3 +186,15 @@ def test_dask_is_imported_only_when_asked():
     r = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_results_come_straight_from_workers_only_when_they_can_be_reached():
+    import socket
+
+    from emulator.experiments.executors import _reachable
+
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        port = srv.getsockname()[1]
+        assert _reachable([f"tcp://127.0.0.1:{port}"])
+        assert not _reachable([f"tcp://127.0.0.1:{port}", f"tcp://127.0.0.1:{free_port()}"])
+    assert not _reachable([]) and not _reachable([f"tls://127.0.0.1:{port}"])
