@@ -67,7 +67,7 @@ from emulator.live.kernel import Kernel
 from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as before the split
     PR_SET_PDEATHSIG, SCHED_IDLE, may_leave_idle, set_batch, set_pdeathsig, set_rt_priority,
 )
-from nodes.comm import remote_env
+from nodes.taskenv import remote_env
 from nodes.contain import TaskBox
 from nodes.spawn import SETPRIV, SLEEP, Spawner  # noqa: F401
 from nodes.tasks import REPORT_DELAY, Task, TaskTable  # noqa: F401

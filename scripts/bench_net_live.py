@@ -13,7 +13,7 @@ Prints, with its method:
    (``due``), p50 and p99 in wall microseconds and as a share of a contention-free message's
    dilated time, at the default dilation, from the chapter-6 agreement run (32 tasks); the
    same run is repeated with ``MCEMU_PROMPT_WAKEUPS=0`` (the tasks keep the kernel's timer
-   slack and slice, see nodes.comm.prompt_wakeups) to show what asking for prompt wake-ups
+   slack and slice, see nodes.taskenv.prompt_wakeups) to show what asking for prompt wake-ups
    buys on this machine;
 3. the smallest dilation at which agreement holds: the chapter-6 layout (transpose inside,
    diagonal split around it, 8x8 mesh, MTBS 25, 200 measured messages per path) at

@@ -236,7 +236,7 @@ def test_comm_hands_a_message_sent_ahead_over_at_its_due_time(tmp_path, monkeypa
 
 _PROBE = """
 import ctypes, json
-from nodes.comm import prompt_wakeups
+from nodes.taskenv import prompt_wakeups
 # the kernel's default slack first: a slack is inherited, and a test runner that built a Comm
 # in its own process (tests/test_live_net_tcp.py) already has 1 ns
 ctypes.CDLL(None, use_errno=True).prctl(29, ctypes.c_ulong(50_000), 0, 0, 0)  # PR_SET_TIMERSLACK

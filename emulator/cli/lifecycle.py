@@ -64,7 +64,7 @@ def _spawn(argv, log: Path, env=None) -> subprocess.Popen:
 def _node_env(home: Path, cfg: dict) -> dict:
     """The launcher's environment, which its nodes and their tasks inherit: with a network,
     MCEMU_NET (the interconnect's endpoint, read by nodes.comm), MCEMU_TRACES (where programs
-    write their traces: nodes.mpi.live) and a task's PYTHONPATH (nodes.comm.python_path: mcemu's
+    write their traces: nodes.mpi.live) and a task's PYTHONPATH (nodes.taskenv.python_path: mcemu's
     ``mpi4py`` shim and this mcemu first); without one, no stale MCEMU_NET of another cluster
     (nor its key: the local nodes' tasks use the ipc socket)."""
     env = dict(os.environ)
@@ -72,7 +72,7 @@ def _node_env(home: Path, cfg: dict) -> dict:
     env.pop("MCEMU_NET_KEY", None)
     if cfg.get("network"):
         from emulator.live.interconnect import net_endpoint  # lazy: 170 ms (the network model), see start_cluster
-        from nodes.comm import python_path
+        from nodes.taskenv import python_path
 
         env["MCEMU_NET"] = net_endpoint(home)
         env["MCEMU_TRACES"] = str(home / "traces")

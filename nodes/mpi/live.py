@@ -79,6 +79,9 @@ class LiveTransport:
             self.clock += dt
             self.events.append(["c", dt])
         self.paused = True
+        # the call's sends and the wait after them leave as one message (nodes.comm.Comm.hold):
+        # one wake-up of each side per call, not one per frame; never held across computing
+        self.comm.hold = self.virtual
         if self.shared is not None:
             self.shared.set(self.clock, self.mark, True, self.frames, self.factor)
         return True
@@ -86,6 +89,8 @@ class LiveTransport:
     def resume(self) -> None:
         """The MPI call returns: the program's CPU time counts again from now."""
         self.paused = False
+        self.comm.hold = False
+        self.comm.flush()  # before the mark: sending is the call's work, not the program's
         if self.gauge is not None:  # its probe before the mark: the probe's CPU time is nobody's
             self.factor = self.gauge.update()
         self.mark = _thread_time()
