@@ -29,7 +29,7 @@ PINS = {
     "lazy-fig5": ("partly agree", 2, 2, 1), "lazy-fig6": ("partly agree", 1, 0, 1),
     "lazy-fig7": ("inconclusive", 0, 0, 2), "lazy-fig8": ("partly agree", 3, 0, 1),
     "lazy-table1": ("partly agree", 3, 1, 2), "lazy-fig9": ("partly agree", 7, 4, 4),
-    "lazy-independent": ("disagree", 0, 4, 0),
+    "lazy-independent": ("disagree", 0, 7, 1),
     "lazy-fig10": ("inconclusive", 0, 0, 4), "rsr-fig1": ("partly agree", 3, 3, 0),
     "rsr-fig2": ("partly agree", 2, 0, 2), "rsr-fig3": ("partly agree", 2, 1, 0),
     "rsr-fig4": ("partly agree", 5, 0, 1), "rsr-fig5": ("agree", 6, 0, 0),
