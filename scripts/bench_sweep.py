@@ -212,12 +212,13 @@ def _table(repos: list, best: dict, args) -> None:
           f"distributed {distributed.__version__}")
     for i, r in enumerate(repos):
         print(f"[{i}] {r}")
-    cols = "".join(f"{f'[{i}] runs/s':>12}{'tasks':>7}{'run ms':>8}{'ovh/run ms':>12}" for i in range(len(repos)))
-    print(f"{'executor':<26}{'start-up s':>11}{cols}")
+    cols = "".join(f"{f'[{i}] start-up s':>16}{'runs/s':>8}{'tasks':>7}{'run ms':>8}{'ovh/run ms':>12}"
+                   for i in range(len(repos)))
+    print(f"{'executor':<26}{cols}")
     for cfg, (name, _) in CONFIGS.items():
-        row = "".join(f"{best[(r, cfg)]['runs_per_s']:>12.1f}{best[(r, cfg)]['tasks']:>7}"
+        row = "".join(f"{best[(r, cfg)]['startup']:>16.2f}{best[(r, cfg)]['runs_per_s']:>8.1f}{best[(r, cfg)]['tasks']:>7}"
                       f"{1000 * best[(r, cfg)]['mean_run']:>8.2f}{best[(r, cfg)]['overhead_ms']:>12.2f}" for r in repos)
-        print(f"{name:<26}{best[(repos[-1], cfg)]['startup']:>11.2f}{row}")
+        print(f"{name:<26}{row}")
     print("\n" + __doc__.split("\n\n", 2)[2].strip())
 
 
