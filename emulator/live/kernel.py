@@ -40,6 +40,7 @@ import zmq
 
 SPIN = 60e-6  # a precise wait shorter than this polls again at once instead of sleeping
 _POLLIN = int(zmq.POLLIN)
+_POLLOUT = int(zmq.POLLOUT)
 _poll = zmq.zmq_poll
 
 
@@ -100,16 +101,24 @@ class Kernel:
 
     # ------------------------------------------------------------------ what it serves
 
-    def add_reader(self, obj, cb) -> None:
+    def add_reader(self, obj, cb, events: int = _POLLIN) -> None:
         """Call ``cb()`` in every turn in which ``obj`` (a ZeroMQ socket or a file descriptor)
         is readable; the callback reads what it wants (level-triggered)."""
         if obj not in self._readers:
-            self._items.append((obj, _POLLIN))
+            self._items.append((obj, events))
         self._readers[obj] = cb
+
+    def add_writer(self, obj, cb) -> None:
+        """Call ``cb()`` in every turn in which ``obj`` is writable (an object with ``fileno()``
+        other than the one its reader is registered with: one callback per polled object;
+        emulator.live.netlocal's connection with bytes to write)."""
+        self.add_reader(obj, cb, _POLLOUT)
 
     def remove_reader(self, obj) -> None:
         if self._readers.pop(obj, None) is not None:
             self._items = [it for it in self._items if it[0] is not obj and it[0] != obj]
+
+    remove_writer = remove_reader
 
     def call_at(self, t: float, cb) -> Timer:
         h = Timer(float(t), cb)
