@@ -98,7 +98,7 @@ class Conn:
         self.outn = 0
         self.closed = False
 
-    def fileno(self) -> int:  # the kernel polls it for POLLOUT while ``out`` holds bytes
+    def fileno(self) -> int:
         return self.fd
 
     def write(self, frames) -> None:
@@ -122,7 +122,7 @@ class Conn:
         if n < len(data):
             self.out.append(data[n:])
             self.outn = len(data) - n
-            self.port.kernel.add_writer(self, self.writable)
+            self.port.kernel.add_writer(self.fd, self.writable)
 
     def writable(self) -> None:
         data = self.out[0] if len(self.out) == 1 else b"".join(self.out)
@@ -134,7 +134,7 @@ class Conn:
             return self.close()
         if n == len(data):
             self.out, self.outn = [], 0
-            self.port.kernel.remove_writer(self)
+            self.port.kernel.remove_writer(self.fd)
         else:
             self.out, self.outn = [data[n:]], len(data) - n
 
@@ -161,7 +161,7 @@ class Conn:
         self.closed = True
         k = self.port.kernel
         k.remove_reader(self.fd)
-        k.remove_writer(self)
+        k.remove_writer(self.fd)
         self.port.conns.discard(self)
         self.out, self.outn = [], 0
         self.sock.close()
