@@ -12,7 +12,9 @@ in the style of mpi4py where that fits::
 MCEMU_ATTEMPT, MCEMU_RANK and MCEMU_NODES (set by the node agent), says ``net_hello`` with
 them (the job's node list makes the job known to the interconnect: ordered membership,
 emulator.live.netjobs) and waits for the welcome (``sync=True``: until every rank of the job
-has said hello, a start barrier). Every wait is the live kernel's one wait until a deadline
+has said hello, a start barrier). The connection is the interconnect's unix socket
+(emulator.live.netlocal: frames on a stream, read in this thread, no ZeroMQ I/O thread to wake
+for each of them). Every wait is the live kernel's one wait until a deadline
 (emulator.live.kernel, precise), on its clock. Messages from one sender arrive in the order it sent them when they take the same
 route (the model's channels are FIFO); a payload is at most protocol.MAX_PAYLOAD bytes.
 
@@ -25,7 +27,7 @@ microseconds; ``send(..., wait=True)`` does both.
 A task of a node joined from another host (``mcemu node --connect tcp://...``) reaches the
 interconnect's tcp port (emulator.live.nettcp): its agent sets MCEMU_NET to it and
 MCEMU_NET_KEY to the node's credential file (nodes.taskenv.remote_env), with which ``Comm`` is a CURVE
-client; a key the interconnect refuses is CommError ``refused``. Its hello has no pid and no
+client over ZeroMQ (nodes.commzmq); a key the interconnect refuses is CommError ``refused``. Its hello has no pid and no
 shared clock (they are its host's), and where its welcome carries the interconnect's clock
 (``now``) the due times are moved onto this host's (``offset``).
 """
