@@ -331,7 +331,7 @@ class Agent:
             self.warm.at = self.clock() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
 
     def on_ack(self, m):
-        self.table.unacked.pop((m["job"], m["attempt"]), None)
+        self.table.ack((m["job"], m["attempt"]))
 
     def on_shutdown(self, m):
         self.stopping = True

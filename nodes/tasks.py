@@ -3,7 +3,8 @@
 children into ``task_done`` records.
 
 :class:`TaskTable` is the agent's ``table`` (nodes.agent): it holds the tasks (``tasks``,
-``by_pid``), the records not acknowledged yet (``unacked``), the runs already seen (``recent``)
+``by_pid``), the records not acknowledged yet (``unacked``) and those acknowledged (``acked``,
+to answer a re-sent run), the runs already seen (``recent``)
 and the ``switched`` reports; it starts tasks through the agent's ``spawner`` (nodes.spawn) and
 sends through the agent.
 """
@@ -12,11 +13,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections import deque
+from collections import OrderedDict, deque
 
 from emulator.live.jobs import TAIL_CHARS, TAIL_LINES, escape_controls
 from nodes.contain import descendants, kill_pids, proc_table
 
+ACKED_KEEP = 10_000  # acknowledged task ends kept to answer a re-sent run
 REPORT_DELAY = 0.02  # seconds a ``switched`` report waits (see Agent.on_switch)
 
 
@@ -103,6 +105,10 @@ class TaskTable:
         self.tasks: dict[tuple, Task] = {}
         self.by_pid: dict[int, Task] = {}
         self.unacked: dict[tuple, dict] = {}   # (job, attempt) -> finished record
+        # the records the daemon acknowledged: a daemon recovered from its journal, which keeps a
+        # job's end but not each rank's, runs an acknowledged rank again; it is answered with
+        # the end it was told (the task is not run twice, and the job does not wait for ever)
+        self.acked: OrderedDict[tuple, dict] = OrderedDict()
         self.recent = deque(maxlen=10000)      # keys already run: a re-sent run is ignored
         self.recent_set: set = set()
         self.reports: list = []  # ``switched`` reports not sent yet
@@ -110,9 +116,12 @@ class TaskTable:
 
     def on_run(self, m):
         key = (m["job"], m["attempt"])
-        if key in self.tasks or key in self.unacked or key in self.recent_set:
-            return
         if m["node"] != self.a.node:
+            return
+        if key in self.acked:
+            self.a._send("task_done", node=self.a.node, **self.acked[key])
+            return
+        if key in self.tasks or key in self.unacked or key in self.recent_set:
             return
         try:
             pid, fd, cg = self.a.spawner.spawn(m)
@@ -138,6 +147,15 @@ class TaskTable:
         self.a._send("task_started", node=self.a.node, job=t.job, attempt=t.attempt, rank=t.rank, pid=pid)
         self.a._wake(self.a.warm.at)
         self.a._wake(t.due())
+
+    def ack(self, key) -> None:
+        """The daemon has counted the end of task ``key``: it is kept (the last ``ACKED_KEEP``)
+        for a re-sent run, not reported again at the next registration."""
+        rec = self.unacked.pop(key, None)
+        if rec is not None:
+            self.acked[key] = rec
+            if len(self.acked) > ACKED_KEEP:
+                self.acked.popitem(last=False)
 
     def _remember(self, key):
         if len(self.recent) == self.recent.maxlen:

@@ -111,3 +111,52 @@ def test_a_recovered_daemon_gives_a_live_node_of_this_host_the_hang_limit_not_th
         assert d2.down == {0, 1, 2, 3}  # it never came back: down at the hang limit
     finally:
         d2.journal.close()
+
+
+def test_a_rank_whose_end_was_acknowledged_is_answered_again_after_a_recovery(tmp_path):
+    """The journal keeps a job's end, not each rank's: a daemon that acknowledged one rank's end
+    and was killed before the job's last rank ended recovers with that rank still running and
+    sends its run again. The node must answer with the end it reported (nodes.tasks: acked), not
+    ignore a run it has seen (the job waited for ever: a soak lost one job this way)."""
+    from types import SimpleNamespace
+
+    from nodes.tasks import TaskTable
+
+    d = start(tmp_path)
+    for n in range(4):
+        register(d, n, 100 + n)
+    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 1}, "runtime": 50.0})
+    d.kernel.run_once(0)
+    (jr,) = d.jobs.values()
+    first, second = jr.nodes
+    sent = []
+    agent = SimpleNamespace(node=first, _send=lambda type_, **f: sent.append((type_, f)))
+    table = TaskTable(agent)
+    rec = {"job": jr.id, "attempt": 1, "rank": 0, "status": 0, "usage": {"wall": 1.0}}
+    table._remember((jr.id, 1))  # it ran here and ended
+    table.unacked[(jr.id, 1)] = rec
+    d.handle([b"n%d" % first, P.encode("task_done", node=first, **rec)])
+    d.kernel.run_once(0)
+    acks = [P.decode(f, max_size=P.MAX_REPLY) for i, f in d.wire if i == b"n%d" % first]
+    assert any(m["type"] == "ack" and m["job"] == jr.id for m in acks)
+    table.ack((jr.id, 1))
+    crash(d)
+
+    d2 = start(tmp_path)
+    try:
+        jr2 = d2.jobs[jr.id]
+        assert jr2.state == "running" and jr2.done == {}  # rank 0's end was not journaled
+        d2.wire.clear()
+        register(d2, first, 100 + first)  # the same process, nothing alive, nothing unacknowledged
+        runs = [P.decode(f, max_size=P.MAX_REPLY) for i, f in d2.wire if i == b"n%d" % first]
+        run = next(m for m in runs if m["type"] == "run")  # the daemon runs rank 0 again
+        table.on_run(run)
+        assert sent == [("task_done", {"node": first, **rec})]  # answered, not run twice, not ignored
+        d2.handle([b"n%d" % first, P.encode(sent[0][0], **sent[0][1])])
+        register(d2, second, 100 + second)
+        d2.handle([b"n%d" % second, P.encode("task_done", node=second, job=jr.id, attempt=1, rank=1, status=0,
+                                             usage={"wall": 1.0})])
+        d2.kernel.run_once(0)
+        assert jr2.state == "completed", jr2.reason
+    finally:
+        d2.journal.close()

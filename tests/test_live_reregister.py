@@ -46,7 +46,7 @@ def agree(c, jid) -> dict:
             assert jid in ns[n]["jobs"] and ns[n]["state"] != "idle", (
                 f"job {jid} is running (attempt {after['attempt']}) on node {n}, which shows "
                 f"{ns[n]['state']} with jobs {ns[n]['jobs']}: {after}")
-    if after["state"] in ("completed", "failed", "cancelled"):
+    if before["state"] in ("completed", "failed", "cancelled"):  # ended before the nodes were listed
         assert not any(jid in n["jobs"] for n in ns.values()), (after, ns)
     return after
 
