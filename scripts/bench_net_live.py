@@ -42,13 +42,19 @@ from scheduler.network.stats import percentile  # noqa: E402
 
 
 def _links(home: Path) -> dict:
-    from emulator.live import netlocal
+    import zmq
+
     from emulator.live import protocol as P
 
-    got = netlocal.request(str(home / "net.sock"), P.encode("net_links", id=1), 10.0)
-    if got is None:
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(f"ipc://{home}/net.sock")
+    s.send(P.encode("net_links", id=1))
+    if not s.poll(10_000):
         raise RuntimeError("no answer from the interconnect")
-    return P.decode(got, max_size=P.MAX_REPLY)["data"]
+    m = P.decode(s.recv(), max_size=P.MAX_REPLY)
+    s.close()
+    return m["data"]
 
 
 def _cluster(dilation: float, allocator: str):
