@@ -160,3 +160,33 @@ def test_a_rank_whose_end_was_acknowledged_is_answered_again_after_a_recovery(tm
         assert jr2.state == "completed", jr2.reason
     finally:
         d2.journal.close()
+
+
+def test_a_node_holding_a_failed_tasks_tail_registers_again_after_a_recovery(tmp_path):
+    """A task that failed while the daemon was down is reported at the node's registration with
+    the tail of its output (``error``, as task_done has it). The register message must be
+    accepted: it was refused as malformed, so every node holding such an end never registered
+    again (a soak saw all 16 nodes declared down 30 s after a recovery)."""
+    d = start(tmp_path)
+    for n in range(4):
+        register(d, n, 100 + n)
+    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 1}, "runtime": 50.0})
+    d.kernel.run_once(0)
+    (jr,) = d.jobs.values()
+    first = jr.nodes[0]
+    crash(d)
+
+    d2 = start(tmp_path)
+    try:
+        d2.wire.clear()
+        ended = {"job": jr.id, "attempt": 1, "rank": 0, "status": 1, "usage": {"wall": 1.0},
+                 "error": "net-gone: the interconnect went away"}
+        d2.handle([b"n%d" % first, P.encode("register", node=first, pid=100 + first, host="elsewhere",
+                                             finished=[ended])])
+        d2.kernel.run_once(0)
+        out = [P.decode(f, max_size=P.MAX_REPLY)["type"] for i, f in d2.wire if i == b"n%d" % first]
+        assert "welcome" in out and "error" not in out, out
+        jr2 = d2.jobs[jr.id]
+        assert 0 in jr2.done and "net-gone" in jr2.reason, (jr2.done, jr2.reason)  # counted, with its tail
+    finally:
+        d2.journal.close()

@@ -252,7 +252,7 @@ class NodeHandlers:
         counted once, alive ones adopted, unknown ones killed, missing ones sent again."""
         m, n = self.m, nr.id
         for d in msg.get("finished") or ():
-            self._task_done(nr, d["job"], d["attempt"], d["rank"], d["status"], d["usage"], None)
+            self._task_done(nr, d["job"], d["attempt"], d["rank"], d["status"], d["usage"], d.get("error"))
         alive = {(d["job"], d["attempt"]): d for d in msg.get("tasks") or ()}
         for (jid, att), d in alive.items():
             jr = m.jobs.get(jid)

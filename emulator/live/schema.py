@@ -100,14 +100,20 @@ def _list(item, maxlen=MAX_LIST):
     return check
 
 
-def _record(fields: dict):
-    """A nested map with exactly the given fields (all required)."""
+def _record(fields: dict, optional: dict | None = None):
+    """A nested map with exactly the given fields (all required), and any of ``optional``."""
+    optional = optional or {}
+    allowed = set(fields) | set(optional)
+
     def check(v):
         if not isinstance(v, dict):
             raise ValueError("must be a map")
-        if set(v) != set(fields):
-            raise ValueError(f"must have exactly the fields {sorted(fields)}")
-        return {k: f(v[k]) for k, f in fields.items()}
+        if not set(fields) <= set(v) <= allowed:
+            extra = f" (and optionally {sorted(optional)})" if optional else ""
+            raise ValueError(f"must have exactly the fields {sorted(fields)}{extra}")
+        out = {k: f(v[k]) for k, f in fields.items()}
+        out.update((k, f(v[k])) for k, f in optional.items() if k in v)
+        return out
     return check
 
 
@@ -162,8 +168,10 @@ PID = _int(1, 1 << 31)
 REQ_ID = _int(0, MAX_ID)
 
 _TASK = _record({"job": JOB, "attempt": ATTEMPT, "rank": RANK, "pid": PID})
+# a task that ended while its node could not report it: with the tail of its output when it
+# failed (``error``, as in task_done), or the node could never register again
 _DONE = _record({"job": JOB, "attempt": ATTEMPT, "rank": RANK, "status": _int(-255, 255),
-                 "usage": _usage})
+                 "usage": _usage}, {"error": _opt(_str())})
 
 # type -> {field: (validator, required)}
 R, O = True, False
