@@ -23,6 +23,16 @@ def register(d: Daemon, n: int, pid: int) -> None:
     d.kernel.run_once(0)
 
 
+def running_job(d: Daemon, cube: int):
+    """Every node registered (pids 100..103) and one job of a ``cube``-cube running."""
+    for n in range(4):
+        register(d, n, 100 + n)
+    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": cube}, "runtime": 50.0})
+    d.kernel.run_once(0)
+    (jr,) = d.jobs.values()
+    return jr
+
+
 def crash(d: Daemon) -> None:
     """The daemon killed: what it committed stays, the journal is not closed by a clean stop."""
     d.kernel.run_once(0)
@@ -32,11 +42,7 @@ def crash(d: Daemon) -> None:
 
 def test_a_recovery_does_not_count_a_node_restart_a_second_time(tmp_path):
     d = start(tmp_path)
-    for n in range(4):
-        register(d, n, 100 + n)
-    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
-    d.kernel.run_once(0)
-    (jr,) = d.jobs.values()
+    jr = running_job(d, 2)
     register(d, 1, 999)  # node 1 restarted before anyone saw it down: one fault, requeued
     assert (jr.state, jr.attempt, jr.faults) == ("running", 2, 1), jr.reason
     crash(d)
@@ -59,11 +65,7 @@ def test_a_recovery_does_not_count_a_node_restart_a_second_time(tmp_path):
 
 def test_a_recovery_after_a_restart_seen_down_first_counts_it_once_too(tmp_path):
     d = start(tmp_path)
-    for n in range(4):
-        register(d, n, 100 + n)
-    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 2}, "runtime": 50.0})
-    d.kernel.run_once(0)
-    (jr,) = d.jobs.values()
+    jr = running_job(d, 2)
     d.from_nodes.node_down(d.nodes[1], "missed its heartbeats")
     d.kernel.run_once(0)
     assert jr.state == "queued" and jr.faults == 1
@@ -123,11 +125,7 @@ def test_a_rank_whose_end_was_acknowledged_is_answered_again_after_a_recovery(tm
     from nodes.tasks import TaskTable
 
     d = start(tmp_path)
-    for n in range(4):
-        register(d, n, 100 + n)
-    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 1}, "runtime": 50.0})
-    d.kernel.run_once(0)
-    (jr,) = d.jobs.values()
+    jr = running_job(d, 1)
     first, second = jr.nodes
     sent = []
     agent = SimpleNamespace(node=first, _send=lambda type_, **f: sent.append((type_, f)))
@@ -168,11 +166,7 @@ def test_a_node_holding_a_failed_tasks_tail_registers_again_after_a_recovery(tmp
     accepted: it was refused as malformed, so every node holding such an end never registered
     again (a soak saw all 16 nodes declared down 30 s after a recovery)."""
     d = start(tmp_path)
-    for n in range(4):
-        register(d, n, 100 + n)
-    d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 1}, "runtime": 50.0})
-    d.kernel.run_once(0)
-    (jr,) = d.jobs.values()
+    jr = running_job(d, 1)
     first = jr.nodes[0]
     crash(d)
 
