@@ -12,7 +12,9 @@ in the style of mpi4py where that fits::
 MCEMU_ATTEMPT, MCEMU_RANK and MCEMU_NODES (set by the node agent), says ``net_hello`` with
 them (the job's node list makes the job known to the interconnect: ordered membership,
 emulator.live.netjobs) and waits for the welcome (``sync=True``: until every rank of the job
-has said hello, a start barrier). Every wait is the live kernel's one wait until a deadline
+has said hello, a start barrier). The connection is the interconnect's unix socket
+(emulator.live.netlocal: frames on a stream, read in this thread, no ZeroMQ I/O thread to wake
+for each of them). Every wait is the live kernel's one wait until a deadline
 (emulator.live.kernel, precise), on its clock. Messages from one sender arrive in the order it sent them when they take the same
 route (the model's channels are FIFO); a payload is at most protocol.MAX_PAYLOAD bytes.
 
@@ -25,25 +27,22 @@ microseconds; ``send(..., wait=True)`` does both.
 A task of a node joined from another host (``mcemu node --connect tcp://...``) reaches the
 interconnect's tcp port (emulator.live.nettcp): its agent sets MCEMU_NET to it and
 MCEMU_NET_KEY to the node's credential file (nodes.taskenv.remote_env), with which ``Comm`` is a CURVE
-client; a key the interconnect refuses is CommError ``refused``. Its hello has no pid and no
+client over ZeroMQ (nodes.commzmq); a key the interconnect refuses is CommError ``refused``. Its hello has no pid and no
 shared clock (they are its host's), and where its welcome carries the interconnect's clock
 (``now``) the due times are moved onto this host's (``offset``).
 """
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 
-import zmq
 from msgpack import unpackb as _unpackb
-from zmq.utils.monitor import parse_monitor_message
 
+from emulator.live import netlocal
 from emulator.live import protocol as P
 from emulator.live.kernel import Kernel
 from nodes.taskenv import prompt_wakeups
-
-# what ends a wait: the connection dropped, or (tcp) the interconnect refused this task's key
-_GONE = zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
 
 
 def _decode(frame: bytes) -> dict | None:
@@ -101,26 +100,12 @@ class Comm:
         self.size = len(self.nodes)
         # MCEMU_PROMPT_WAKEUPS=0: the kernel's defaults (scripts/bench_net_live.py compares)
         self.wakeups = prompt_wakeups() if os.environ.get("MCEMU_PROMPT_WAKEUPS", "1") != "0" else {}
-        self.ctx = zmq.Context()
-        if os.sched_getscheduler(0) == os.SCHED_OTHER:
-            # the I/O thread at SCHED_BATCH (as the daemon's): at SCHED_NORMAL it preempts the
-            # task for each frame, and 64 tasks woken by one release burst pay that 64 times
-            self.ctx.set(zmq.THREAD_SCHED_POLICY, os.SCHED_BATCH)
-        self.sock = self.ctx.socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 1000)  # the last sends reach the interconnect before exit
-        self.sock.setsockopt(zmq.SNDHWM, 100_000)
-        self.sock.setsockopt(zmq.RCVHWM, 100_000)
         self.remote = self.endpoint.startswith("tcp://")
-        if self.remote:
-            self._curve()
-        # the interconnect's death (or restart, which forgets this task's hello) is a dropped
-        # connection: seen here, it ends a wait with an error instead of a hang for ever
-        self.mon = self.sock.get_monitor_socket(_GONE)
-        self.mon.setsockopt(zmq.LINGER, 0)
-        self.sock.connect(self.endpoint)
+        self.link = self._connect(timeout)
         # a message is held to its due time, to the tens of us; slept, not spun (prompt_wakeups)
         self.kernel = Kernel(clock, precise=True, spin=0.0)
         self.now = self.kernel.now
+        self._waits = self.link.waits if self.remote else (self.link.fd,)
         self._ids = 0
         # frames to the interconnect not sent yet (virtual time: they go as one message when
         # this task next reads or closes, _flush) and frames read but not handed over yet (the
@@ -148,7 +133,7 @@ class Comm:
             hello["group_jobs"] = group_jobs
         if shared_clock and not self.remote:  # it publishes its clock in $MCEMU_HOME/clocks (emulator.live.vclock)
             hello["clock"] = True
-        self.sock.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
+        self.link.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
                                 sync=sync, **hello))
         try:
             m = self._welcomed(self.now() + timeout, timeout)
@@ -165,6 +150,20 @@ class Comm:
         self.unacked_bytes = 0
         self.dilation = m["dilation"]  # wall us per network us
         self.flit_time_us, self.length_flits = m["flit_time_us"], m["length_flits"]
+
+    def _connect(self, timeout: float):
+        """The link: the local socket (emulator.live.netlocal: a unix socket read in this thread,
+        no ZeroMQ), retried while the interconnect is (re)starting, as ZeroMQ's connect waited;
+        a remote task's: ZeroMQ over tcp (nodes.commzmq)."""
+        if self.remote:
+            from nodes.commzmq import ZmqLink  # lazy: the local path never needs it
+
+            return ZmqLink(self.endpoint)
+        link = netlocal.Link.connect(netlocal.endpoint_path(self.endpoint), time.monotonic() + timeout)
+        if link is None:
+            raise CommError("timeout", f"no welcome from the interconnect at {self.endpoint} in {timeout} s "
+                                       f"(nothing listens there)")
+        return link
 
     def _welcomed(self, deadline: float, timeout: float) -> dict:
         while True:
@@ -300,7 +299,7 @@ class Comm:
         if self.hold and not self.flow:
             self._outq.append(frame)
         else:
-            self.sock.send(frame)
+            self.link.send(frame)
 
     def _flush(self) -> None:
         """The held frames as one message of several parts (the interconnect handles them in
@@ -312,10 +311,7 @@ class Comm:
         if not q:
             return
         self._outq = []
-        if len(q) == 1:
-            self.sock.send(q[0])
-        else:
-            self.sock.send_multipart(q)
+        self.link.send_many(q)
 
     def flush(self) -> None:
         """Send what is held now (a caller about to compute for long without reading)."""
@@ -329,51 +325,24 @@ class Comm:
             self._flush()
         parts = self._parts
         while True:
-            if parts:
+            while parts:
                 m = _decode(parts.popleft())
-                if m is None:
-                    continue
-                return m
-            ready = self.kernel.wait(deadline, self.sock, self.mon)
-            if not ready:
-                return None
-            if self.sock in ready or self.sock.poll(0):
-                got = self.sock.recv_multipart()
-                if len(got) == 1:
-                    m = _decode(got[0])
-                    if m is None:
-                        continue
+                if m is not None:
                     return m
-                parts.extend(got)
-            else:
-                self._gone()
+            if not self.kernel.wait(deadline, *self._waits):
+                return None
+            try:
+                parts.extend(self.link.read())
+            except netlocal.Gone as e:
+                self._gone(e)
 
-    def _gone(self):
-        """The monitor spoke: the connection dropped, or (tcp) the key was refused."""
-        events = [parse_monitor_message(self.mon.recv_multipart())["event"]]
-        while self.mon.poll(0):
-            events.append(parse_monitor_message(self.mon.recv_multipart())["event"])
-        if zmq.EVENT_HANDSHAKE_FAILED_AUTH in events:
+    def _gone(self, e):
+        if e.refused:  # nodes.commzmq: the tcp port refused this task's key
             raise CommError("refused", f"the interconnect at {self.endpoint} refused this task's key "
                                        f"({os.environ.get('MCEMU_NET_KEY') or 'none'}): only a node's or the "
                                        f"admin's key may reach it")
         raise CommError("net-gone", f"the interconnect at {self.endpoint} went away (it died or was "
                                     f"restarted): this task's messages can no longer be delivered")
-
-    def _curve(self):
-        """A task on another host: a CURVE client with its node's credential (MCEMU_NET_KEY, from
-        its agent: ``remote_env``); none for an ``--insecure`` cluster's plain port."""
-        path = os.environ.get("MCEMU_NET_KEY")
-        if not path:
-            return
-        from emulator.live import auth, keys  # lazy: only a remote task needs them
-
-        try:
-            auth.curve_client(self.sock, path)
-        except keys.KeyFileError as e:  # e.g. a task running as an account that cannot read its node's key
-            self.sock.close(linger=0)
-            self.ctx.term()
-            raise CommError("bad-key", f"cannot reach the interconnect at {self.endpoint}: {e}") from None
 
     def _pump(self, deadline) -> dict | None:
         m = self._read(deadline)
@@ -397,12 +366,12 @@ class Comm:
         if linger != 0:
             try:
                 self._flush()
-            except zmq.ZMQError:
+            except Exception:  # noqa: BLE001  (a link that broke: nothing more to send)
                 pass
-        self.sock.disable_monitor()
-        self.mon.close(linger=0)
-        self.sock.close(linger=linger)
-        self.ctx.term()
+        if self.remote:
+            self.link.close(linger)
+        else:
+            self.link.close()
 
     def __enter__(self):
         return self

@@ -42,19 +42,13 @@ from scheduler.network.stats import percentile  # noqa: E402
 
 
 def _links(home: Path) -> dict:
-    import zmq
-
+    from emulator.live import netlocal
     from emulator.live import protocol as P
 
-    s = zmq.Context.instance().socket(zmq.DEALER)
-    s.setsockopt(zmq.LINGER, 0)
-    s.connect(f"ipc://{home}/net.sock")
-    s.send(P.encode("net_links", id=1))
-    if not s.poll(10_000):
+    got = netlocal.request(str(home / "net.sock"), P.encode("net_links", id=1), 10.0)
+    if got is None:
         raise RuntimeError("no answer from the interconnect")
-    m = P.decode(s.recv(), max_size=P.MAX_REPLY)
-    s.close()
-    return m["data"]
+    return P.decode(got, max_size=P.MAX_REPLY)["data"]
 
 
 def _cluster(dilation: float, allocator: str):

@@ -1,37 +1,52 @@
 """Frames coalesced between the tasks and the interconnect (issue 28's message rate): what a
-turn makes for one task leaves as one ZeroMQ message of several parts, and what a rank says
-in virtual time until it next reads arrives as one; every part is the frame it was, handled in
-order. The live behaviour is tests/test_live_net.py and tests/test_live_vtime.py."""
+turn makes for one task leaves as one write to its connection (emulator.live.netlocal), and
+what a rank says in virtual time until it next reads arrives as one; every frame is the frame
+it was, handled in order. The live behaviour is tests/test_live_net.py and tests/test_live_vtime.py."""
 from __future__ import annotations
 
 import threading
 
 import pytest
-import zmq
 
 from emulator.live import protocol as P
 from emulator.live.interconnect import AHEAD, Interconnect
 from emulator.live.kernel import FakeClock, Kernel
 from emulator.live.secret import task_secret
+from tests.fixtures.netpeer import FakeNet
 
 
-class Router:
-    """The ROUTER's send side: the multipart messages as lists of parts."""
+class Writes:
+    """The connections' write side: every write as [connection's name, frames...]."""
 
     def __init__(self):
-        self.messages, self._cur = [], []
+        self.messages = []
 
-    def send(self, data, flags=0):
-        self._cur.append(data)
-        if not flags & zmq.SNDMORE:
-            self.messages.append(self._cur)
-            self._cur = []
+    def conn(self, name: bytes):
+        return _Conn(self, name)
+
+
+class _Conn:
+    def __init__(self, writes, name):
+        self.writes, self.name = writes, name
+
+    def write(self, frames):
+        self.writes.messages.append([self.name, *frames])
 
 
 def _ic(tmp_path, **cfg):
     ic = Interconnect(tmp_path, {"topology": "mesh:4x4", "net_dilation": 1000.0, **cfg}, kernel=Kernel(FakeClock()))
-    ic.router = Router()
+    ic.router = Writes()
+    ic.conns = {n: ic.router.conn(n) for n in (b"a", b"b", b"c")}
     return ic
+
+
+def _handle(ic, name, *frames):
+    """What connection ``name`` wrote, read in one turn."""
+    conn = ic.conns[name]
+    if not frames:
+        ic.handle([conn], 0.0)
+    for f in frames:
+        ic.handle_frame(conn, f, 0.0)
 
 
 def _hello(ic, rank, nodes=(0, 3), **kw):
@@ -45,15 +60,14 @@ def _decoded(message):
 
 def test_a_turns_frames_for_a_task_leave_as_one_message_in_order(tmp_path):
     ic = _ic(tmp_path)
-    ic.handle([b"a", _hello(ic, 0)], 0.0)
-    ic.handle([b"b", _hello(ic, 1)], 0.0)
+    _handle(ic, b"a", _hello(ic, 0))
+    _handle(ic, b"b", _hello(ic, 1))
     assert ic.router.messages == []  # nothing before the turn ends
     ic.flush()
     assert [m[0] for m in ic.router.messages] == [b"a", b"b"] and all(len(m) == 2 for m in ic.router.messages)
     ic.router.messages.clear()
     # two sends in one message of rank 0: both injected, in order
-    ic.handle([b"a", P.encode("net_send", id=1, to=1, data=b"one"), P.encode("net_send", id=2, to=1, data=b"two")],
-              0.0)
+    _handle(ic, b"a", P.encode("net_send", id=1, to=1, data=b"one"), P.encode("net_send", id=2, to=1, data=b"two"))
     assert ic.net.sent == 2 and [rec[4] for rec in ic.msgs.values()] == [1, 2]
     ic.driver.advance(1.0)
     ic.dilated.release(1.0)
@@ -67,13 +81,13 @@ def test_a_turns_frames_for_a_task_leave_as_one_message_in_order(tmp_path):
 
 def test_a_bad_part_is_refused_alone_and_the_others_go_on(tmp_path):
     ic = _ic(tmp_path)
-    ic.handle([b"a", _hello(ic, 0)], 0.0)
-    ic.handle([b"b", _hello(ic, 1)], 0.0)
+    _handle(ic, b"a", _hello(ic, 0))
+    _handle(ic, b"b", _hello(ic, 1))
     ic.flush()
     ic.router.messages.clear()
-    ic.handle([b"a", b"\xc1garbage", P.encode("net_send", id=3, to=9, data=b"x"),
-               P.encode("net_send", id=4, to=1, data=b"ok")], 0.0)
-    ic.handle([b"c"], 0.0)  # a routing id and nothing else
+    _handle(ic, b"a", b"\xc1garbage", P.encode("net_send", id=3, to=9, data=b"x"),
+            P.encode("net_send", id=4, to=1, data=b"ok"))
+    _handle(ic, b"c")  # a message of no frames (the tcp port's ZeroMQ path)
     ic.flush()
     got = {m[0]: _decoded(m)[1:] for m in ic.router.messages}
     assert [m["code"] for m in got[b"a"]] == ["not-msgpack", "bad-rank"] and got[b"a"][1]["id"] == 3
@@ -88,20 +102,18 @@ def test_comm_holds_virtual_time_frames_until_it_reads_and_reads_a_message_of_pa
     for k, v in {"MCEMU_JOB_ID": "7", "MCEMU_ATTEMPT": "1", "MCEMU_RANK": "0", "MCEMU_NODES": "0,1",
                  "MCEMU_PROMPT_WAKEUPS": "0"}.items():
         monkeypatch.setenv(k, v)
-    r = zmq.Context.instance().socket(zmq.ROUTER)
-    r.setsockopt(zmq.LINGER, 0)
-    r.bind(ep)
+    r = FakeNet(tmp_path / "net.sock")
     got = {}
 
     def serve():
-        ident, frame = r.recv_multipart()
-        r.send_multipart([ident, P.encode("net_welcome", job=7, rank=0, size=2, dilation=1.0, flit_time_us=0.05,
-                                          length_flits=500, time="virtual", vt0=0.0, flit_bytes=2)])
-        parts = r.recv_multipart()  # two sends and the wait: one message
-        got["parts"] = [P.decode(f, max_size=P.MAX_FRAME + P.MAX_PAYLOAD) for f in parts[1:]]
-        r.send_multipart([ident, P.encode("net_msg", source=1, data=b"a", due=0.5),
-                          P.encode("net_msg", source=1, data=b"b", due=0.6), P.encode("net_go", vt=0.6)])
-        got["bye"] = [P.decode(f) for f in r.recv_multipart()[1:]]
+        [frame] = r.read()
+        r.send(P.encode("net_welcome", job=7, rank=0, size=2, dilation=1.0, flit_time_us=0.05, length_flits=500,
+                        time="virtual", vt0=0.0, flit_bytes=2))
+        parts = r.read()  # two sends and the wait: one write
+        got["parts"] = [P.decode(f, max_size=P.MAX_FRAME + P.MAX_PAYLOAD) for f in parts]
+        r.send(P.encode("net_msg", source=1, data=b"a", due=0.5), P.encode("net_msg", source=1, data=b"b", due=0.6),
+               P.encode("net_go", vt=0.6))
+        got["bye"] = [P.decode(f) for f in r.read()]
 
     t = threading.Thread(target=serve)
     t.start()

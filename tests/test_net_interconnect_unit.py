@@ -193,30 +193,25 @@ def test_comm_hands_a_message_sent_ahead_over_at_its_due_time(tmp_path, monkeypa
     import threading
     import time
 
-    import zmq
-
     from nodes.comm import Comm
+    from tests.fixtures.netpeer import FakeNet
 
     ep = f"ipc://{tmp_path}/net.sock"
     for k, v in {"MCEMU_JOB_ID": "7", "MCEMU_ATTEMPT": "1", "MCEMU_RANK": "0", "MCEMU_NODES": "0,1",
                  "MCEMU_PROMPT_WAKEUPS": "0"}.items():  # the test runner keeps its own scheduling
         monkeypatch.setenv(k, v)
-    ctx = zmq.Context.instance()
-    r = ctx.socket(zmq.ROUTER)
-    r.setsockopt(zmq.LINGER, 0)
-    r.bind(ep)
+    r = FakeNet(tmp_path / "net.sock")
     got = {}
 
     def serve():
-        ident, frame = r.recv_multipart()
+        [frame] = r.read()
         got["hello"] = P.decode(frame)
-        r.send_multipart([ident, P.encode("net_welcome", job=7, rank=0, size=2, dilation=1000.0, flit_time_us=0.05,
-                                          length_flits=500)])
-        ident, frame = r.recv_multipart()  # the net_send
+        r.send(P.encode("net_welcome", job=7, rank=0, size=2, dilation=1000.0, flit_time_us=0.05, length_flits=500))
+        r.read()  # the net_send
         due = time.monotonic() + 0.05
         got["due"] = due
-        r.send_multipart([ident, P.encode("net_msg", source=1, data=b"early", due=due)])
-        r.send_multipart([ident, P.encode("net_delivered", id=1, delay_us=25.0, due=due + 0.02)])
+        r.send(P.encode("net_msg", source=1, data=b"early", due=due))
+        r.send(P.encode("net_delivered", id=1, delay_us=25.0, due=due + 0.02))
 
     t = threading.Thread(target=serve)
     t.start()

@@ -229,24 +229,17 @@ def pattern_command(pattern: str, w: int, h: int, mtbs: float, iterations: int, 
 def links(args) -> int:
     """``mcemu net links``: ask the running cluster's interconnect for every channel's
     utilization over its last window (emulator.live.interconnect.Interconnect.links)."""
-    import zmq
-
     from emulator.live import home as homemod
+    from emulator.live import netlocal
     from emulator.live import protocol as P
 
     home = homemod.home_dir()
     if homemod.read_pidfile(home / "interconnect.pid") is None:
         raise UsageError(f"no interconnect runs in {home}: start the cluster with `mcemu up --network wormhole`")
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    try:
-        sock.connect(homemod.ipc_endpoint(home, "net.sock"))
-        sock.send(P.encode("net_links", id=1))
-        if not sock.poll(args.timeout * 1000):
-            raise UsageError(f"no answer from the interconnect in {args.timeout} s")
-        m = P.decode(sock.recv(), max_size=P.MAX_REPLY)
-    finally:
-        sock.close()
+    got = netlocal.request(str(home / "net.sock"), P.encode("net_links", id=1), args.timeout)
+    if got is None:
+        raise UsageError(f"no answer from the interconnect in {args.timeout} s")
+    m = P.decode(got, max_size=P.MAX_REPLY)
     if m["type"] == "error":
         raise UsageError(f"{m['code']}: {m['message']}")
     doc = m["data"]

@@ -1,6 +1,7 @@
 """The live cluster's interconnect: ``python -m emulator.live.interconnect --home H``.
 
-Tasks (nodes.comm, DEALER) connect to ``ipc://$MCEMU_HOME/net.sock`` (ROUTER, mode 0600),
+Tasks (nodes.comm) connect to ``$MCEMU_HOME/net.sock`` (a unix stream socket, mode 0600, one
+connection a task: emulator.live.netlocal, without ZeroMQ; tasks of other hosts: nettcp),
 say which rank of which job they are (``net_hello``, with the job's nodes) and send payloads
 to other ranks (``net_send``). The interconnect only moves frames: it decodes them, hands each
 message to the network driver (scheduler.network.driver: the wormhole model that ``mcemu net
@@ -47,7 +48,7 @@ import zmq
 
 from emulator.live import config as configmod
 from emulator.live import home as homemod
-from emulator.live import nettcp
+from emulator.live import netlocal, nettcp
 from emulator.live import protocol as P
 from emulator.live import secret as secretmod
 from emulator.live import sockets
@@ -62,7 +63,6 @@ from scheduler.network.wormhole import Wormhole
 log = logging.getLogger("mcemu.interconnect")
 
 REPORT_EVERY = 0.5  # seconds between a job's ``comm`` reports while its messages flow
-_MORE, _LAST = int(zmq.SNDMORE | zmq.NOBLOCK), int(zmq.NOBLOCK)
 
 
 def net_endpoint(home: Path) -> str:
@@ -96,20 +96,15 @@ class Interconnect:
         self.links = Links(net)
         self.daemon = None  # its socket once bound (in-memory tests run without one)
         self.remote = None  # the tcp port for tasks of other hosts (emulator.live.nettcp.Port)
-        self._out: dict = {}  # routing id -> frames of this turn for that task (flush)
+        self._out: dict = {}  # connection (netlocal.Conn) -> frames of this turn for that task (flush)
+        self.local = None  # the tasks' local socket once bound (netlocal.Port)
 
     # ------------------------------------------------------------------ sockets
 
     def bind(self):
         self.ctx = sockets.server_context()
-        r = self.router = sockets.router(self.ctx, 100_000)
         ep = net_endpoint(self.home)
-        try:
-            os.unlink(ep[len("ipc://"):])  # a stale socket of a killed interconnect
-        except FileNotFoundError:
-            pass
-        r.bind(ep)
-        os.chmod(ep[len("ipc://"):], 0o600)
+        self.local = netlocal.Port(netlocal.endpoint_path(ep), self.kernel, self.handle_frame)
         self.remote = nettcp.Port.listen(self.ctx, self.home, 100_000)
         self.sub = self.ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.LINGER, 0)
@@ -134,23 +129,16 @@ class Interconnect:
         return True
 
     def flush(self) -> None:
-        """At the end of every turn: what the turn made for each task, as ONE ZeroMQ message of
-        several parts (nodes.comm reads each part as a frame, in order). A rank answered in
-        virtual time gets its messages and its ``net_go`` together; a release burst in dilated
-        time one message per task: a wake-up of its I/O thread and of itself, not one per frame
-        (each was tens of us of CPU on a 2-core host with 64 ranks)."""
+        """At the end of every turn: what the turn made for each task, in ONE write to its
+        connection (nodes.comm reads the frames in order). A rank answered in virtual time gets
+        its messages and its ``net_go`` together; a release burst in dilated time one write per
+        task: one wake-up of it, not one per frame (each was tens of us of CPU on a 2-core host
+        with 64 ranks). A task gone or not reading costs nothing here (netlocal.Conn.write)."""
         if not self._out:
             return
         out, self._out = self._out, {}
-        send = self.router.send
-        for ident, frames in out.items():
-            try:
-                send(ident, _MORE)  # small frames: copying beats pyzmq's zero-copy bookkeeping
-                for f in frames[:-1]:
-                    send(f, _MORE)
-                send(frames[-1], _LAST)
-            except zmq.ZMQError:
-                pass  # the task is gone (or not reading): its job's end tells us
+        for conn, frames in out.items():
+            conn.write(frames)
 
     def _error(self, ident, code, message, req_id=None):
         self._send(ident, P.encode_unchecked("error", id=req_id, code=code, message=message))
@@ -349,7 +337,7 @@ class Interconnect:
 
     def serve(self) -> None:
         k = self.kernel
-        k.add_reader(self.router, self._drain_tasks)
+        self.local.serve()
         if self.remote is not None:
             k.add_reader(self.remote.sock, self._drain_remote)
             if self.remote.zap is not None:
@@ -383,28 +371,28 @@ class Interconnect:
         while self.daemon.poll(0):
             self.daemon.recv()  # ok / error of a comm report: nothing to do
 
-    def _drain_tasks(self, remote: bool = False):
-        r = self.remote.sock if remote else self.router
+    def _drain_remote(self):
+        """Tasks of other hosts (ZeroMQ, nettcp); the local ones are read by netlocal.Port."""
+        r = self.remote.sock
         now = self.kernel.now()
         for _ in range(4096):
             try:
-                frames = r.recv_multipart(flags=zmq.NOBLOCK, copy=not remote)
+                frames = r.recv_multipart(flags=zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
-            if remote and (frames := self.remote.admit(frames)) is None:
+            if (frames := self.remote.admit(frames)) is None:
                 continue  # a revoked key's connection
             try:
                 self.handle(frames, now)
             except Exception:  # a bug on one message must not take the network down
                 log.exception("failed on a message")
 
-    def _drain_remote(self):
-        self._drain_tasks(remote=True)
-
     def close(self):
         self.report_all()
         self.flush()
-        for s in (self.router, self.sub, self.daemon):
+        if self.local is not None:
+            self.local.close()
+        for s in (self.sub, self.daemon):
             s.close(linger=0 if s is not self.daemon else 200)
         if self.remote is not None:
             self.remote.close()

@@ -40,6 +40,7 @@ import zmq
 
 SPIN = 60e-6  # a precise wait shorter than this polls again at once instead of sleeping
 _POLLIN = int(zmq.POLLIN)
+_POLLOUT = int(zmq.POLLOUT)
 _poll = zmq.zmq_poll
 
 
@@ -89,6 +90,7 @@ class Kernel:
         self.precise, self.spin = precise, spin
         self._items: list = []  # zmq_poll's items: (socket or fd, POLLIN)
         self._readers: dict = {}  # socket or fd -> callback
+        self._writers: dict = {}  # fd -> callback
         self._timers: list = []  # heap of (at, seq, Timer)
         self._seq = count()
         self._deadlines: list = []
@@ -102,14 +104,32 @@ class Kernel:
 
     def add_reader(self, obj, cb) -> None:
         """Call ``cb()`` in every turn in which ``obj`` (a ZeroMQ socket or a file descriptor)
-        is readable; the callback reads what it wants (level-triggered)."""
-        if obj not in self._readers:
-            self._items.append((obj, _POLLIN))
+        is readable (or has hung up); the callback reads what it wants (level-triggered)."""
         self._readers[obj] = cb
+        self._poll_items()
+
+    def add_writer(self, fd: int, cb) -> None:
+        """Call ``cb()`` in every turn in which the file descriptor ``fd`` is writable (a
+        connection with bytes waiting to go out: emulator.live.netlocal); level-triggered, so
+        remove it once there is nothing left to write."""
+        self._writers[fd] = cb
+        self._poll_items()
 
     def remove_reader(self, obj) -> None:
         if self._readers.pop(obj, None) is not None:
-            self._items = [it for it in self._items if it[0] is not obj and it[0] != obj]
+            self._poll_items()
+
+    def remove_writer(self, fd: int) -> None:
+        if self._writers.pop(fd, None) is not None:
+            self._poll_items()
+
+    def _poll_items(self) -> None:
+        """One poll item per object (zmq_poll names a ready fd by its number, whatever object
+        gave it: a reader and a writer of one fd share an item)."""
+        w = self._writers
+        items = [(obj, _POLLIN | _POLLOUT if obj in w else _POLLIN) for obj in self._readers]
+        items += [(fd, _POLLOUT) for fd in w if fd not in self._readers]
+        self._items = items
 
     def call_at(self, t: float, cb) -> Timer:
         h = Timer(float(t), cb)
@@ -188,11 +208,16 @@ class Kernel:
             deadline = limit if deadline is None else min(deadline, limit)
         ready = self._wait(self._items, deadline)
         if ready:
-            readers = self._readers
-            for obj in ready:
-                cb = readers.get(obj)
-                if cb is not None:
-                    cb()
+            readers, writers = self._readers, self._writers
+            for obj, ev in ready:
+                if ev != _POLLOUT:  # readable, or an error or hang-up its reader will see
+                    cb = readers.get(obj)
+                    if cb is not None:
+                        cb()
+                if ev & _POLLOUT and writers:
+                    cb = writers.get(obj)
+                    if cb is not None:
+                        cb()
         # the node agents' hot path (a wake-up per message, dozens of agents on two cores):
         # no call and no clock reading when no timer is set
         if self._timers:
@@ -248,7 +273,7 @@ class Kernel:
     def wait(self, deadline: float | None, *objs) -> list:
         """Block until one of ``objs`` (sockets or fds) is readable or the clock reaches
         ``deadline`` (None: no deadline); returns the readable ones (empty at the deadline)."""
-        return self._wait([(o, _POLLIN) for o in objs], deadline)
+        return [o for o, _ in self._wait([(o, _POLLIN) for o in objs], deadline)]
 
     def _wait(self, items: list, deadline: float | None) -> list:
         clock = self.clock
@@ -256,21 +281,21 @@ class Kernel:
             ready = _poll(items, 0) if items else []
             if not ready and deadline is not None:
                 clock.set(deadline)
-            return [o for o, _ in ready]
+            return ready
         now = clock.now()
         if not self.precise and items and deadline is not None and deadline > now:
             # the usual wait: one poll, rounded up (pyzmq truncates to whole ms, and a wait
             # under 1 ms would spin)
             ready = _poll(items, math.ceil((deadline - now) * 1000.0))
             if ready:
-                return [o for o, _ in ready]
+                return ready
             if clock.now() >= deadline:
                 return []
             now = clock.now()
         while True:
             if deadline is None:
                 ready = _poll(items, -1) if items else []
-                return [o for o, _ in ready]
+                return ready
             left = deadline - now
             if left <= 0:
                 ready = _poll(items, 0) if items else []
@@ -284,7 +309,7 @@ class Kernel:
                     time.sleep(left - self.spin)  # the kernel's timer slack (50 us) is the spin's
                 ready = _poll(items, 0) if items else []
             if ready or left <= 0:
-                return [o for o, _ in ready]
+                return ready
             now = clock.now()
             if now >= deadline:
                 return []

@@ -1,4 +1,5 @@
-"""The mcemu wire protocol: one msgpack map per ZeroMQ frame, versioned and validated. Its
+"""The mcemu wire protocol: one msgpack map per frame (a ZeroMQ frame; on the interconnect's
+local socket a length-prefixed one, emulator.live.netlocal), versioned and validated. Its
 table (limits, field validators, every type's fields) is emulator.live.schema; this module is
 the codec, and the one to import.
 

@@ -16,6 +16,7 @@ import zmq
 
 from emulator.live import auth
 from emulator.live import home as homemod
+from emulator.live import netlocal
 from emulator.live import protocol as P
 from emulator.live.client import Client, ClientError
 from emulator.live.kernel import WallClock
@@ -136,19 +137,14 @@ class Feed:
         self._links = {"links": None}
         if self.home is None or homemod.read_pidfile(self.home / "interconnect.pid") is None:
             return self._links
-        s = zmq.Context.instance().socket(zmq.DEALER)
-        s.setsockopt(zmq.LINGER, 0)
+        # one request with its timeout, on a connection of its own (emulator.live.netlocal)
+        got = netlocal.request(str(self.home / "net.sock"), P.encode("net_links", id=1), 0.2)
         try:
-            s.connect(homemod.ipc_endpoint(self.home, "net.sock"))
-            s.send(P.encode("net_links", id=1))
-            if s.poll(200):  # one request with its timeout, on a socket of its own
-                m = P.decode(s.recv(), max_size=P.MAX_REPLY)
-                if m["type"] == "ok":
-                    self._links = {"links": m["data"]}
-        except (zmq.ZMQError, P.ProtocolError):
-            pass
-        finally:
-            s.close()
+            m = P.decode(got, max_size=P.MAX_REPLY) if got is not None else None
+        except P.ProtocolError:
+            m = None
+        if m is not None and m["type"] == "ok":
+            self._links = {"links": m["data"]}
         return self._links
 
     def model_now(self) -> float:
