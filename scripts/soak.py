@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import socket
@@ -61,12 +60,10 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emulator.cli.lifecycle import cluster_processes  # noqa: E402
-from emulator.cli.monitor import still_alive  # noqa: E402
 from emulator.live import home as homemod  # noqa: E402
 from emulator.live.client import Client, ClientError  # noqa: E402
-from nodes import contain  # noqa: E402
 from _soak_report import MIX, table, verdict  # noqa: E402  (scripts/ is on sys.path when run as a script)
+from _soak_watch import Watching  # noqa: E402
 
 SHAPES = ([1, 1], [2, 1], [2, 2], [4, 2])
 PATTERNS = (([2, 2], "transpose"), ([4, 2], "ring"))
@@ -82,7 +79,7 @@ exec sleep "$2"
 """
 
 
-class Soak:
+class Soak(Watching):
     def __init__(self, a):
         self.a = a
         self.rng = random.Random(a.seed)
@@ -107,51 +104,6 @@ class Soak:
     def mcemu(self, *args, timeout=120) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "emulator", *map(str, args)], env=self.env, cwd=ROOT,
                               capture_output=True, text=True, timeout=timeout)
-
-    def record(self) -> None:
-        """Remember every process of the cluster, and every task in the agents' cgroups (those
-        that left their agent's tree too), noting a job with two attempts alive at once."""
-        ps = cluster_processes(self.home)
-        procs = [p for p in (ps["daemon"], ps["launcher"], ps["interconnect"], *ps["tree"]) if p is not None]
-        for p in procs:
-            try:
-                self.seen.setdefault(p.pid, p.create_time())
-            except psutil.Error:
-                pass
-        live: dict[int, set] = {}
-        for d in self._task_cgroups():
-            try:
-                pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
-            except (OSError, ValueError):  # ended meanwhile
-                continue
-            if pids:
-                job, att = map(int, re.match(r"j(\d+)\.a(\d+)\.", d.name).groups())
-                live.setdefault(job, set()).add(att)
-                self.sampled.add((job, att))
-                for pid in pids:
-                    try:
-                        self.seen.setdefault(pid, psutil.Process(pid).create_time())
-                    except psutil.Error:
-                        pass
-        self.overlaps |= {j for j, atts in live.items() if len(atts) > 1}
-
-    def _task_cgroups(self) -> list[Path]:
-        """The task cgroups of this cluster's agents (nodes.contain: agent-PID/jJOB.aATTEMPT.rRANK);
-        agents and tasks come and go while they are listed."""
-        base, out = contain.base(), []
-        try:
-            agents = [base / a for a in os.listdir(base) if a[6:].isdigit() and int(a[6:]) in self.seen] if base else []
-        except OSError:
-            return []
-        for a in agents:
-            try:
-                out += [a / t for t in os.listdir(a) if re.fullmatch(r"j\d+\.a\d+\.r\d+", t)]
-            except OSError:
-                pass
-        return out
-
-    def left(self) -> list[int]:
-        return [p.pid for p in still_alive(self.seen)]
 
     def stop_helpers(self) -> None:
         for p in self.helpers:

@@ -20,7 +20,9 @@ from emulator.live import protocol as P
 from emulator.live.daemon import _jsonable
 from emulator.monitor import view as V
 from emulator.monitor.feed import decode_event
-from emulator.monitor.model import MonitorState, gray, grid_layout
+from emulator.monitor.grid import grid_layout
+from emulator.monitor.model import MonitorState
+from scheduler.allocators.gray_code import gray
 from scheduler import allocators, disciplines
 from scheduler.disciplines.base import DisciplineError
 from scheduler.jobs import Job
