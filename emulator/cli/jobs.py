@@ -162,7 +162,6 @@ def cmd_wait(args) -> int:
     2 on a usage error (an unknown job, no cluster), 3 when ``--timeout`` passed first. The
     daemon may die and be restarted meanwhile (recovery): the wait goes on."""
     from emulator.live.client import Client, ClientTimeout  # lazy: see cmd_submit
-    from emulator.live.recovery import pending_meta  # lazy: the journal's reader, 5 ms
 
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
@@ -170,7 +169,6 @@ def cmd_wait(args) -> int:
     home = None if args.connect else homemod.home_dir()
     use_key(args)
     c = Client(args.connect or None, timeout=5.0)
-    told = False
     try:
         try:
             if args.jobs:
@@ -182,29 +180,44 @@ def cmd_wait(args) -> int:
                 ids = sorted(j["id"] for j in c.queue()["jobs"])
         except ClientTimeout as e:
             raise UsageError(str(e)) from None
-        jobs = []
-        while ids:
-            try:
-                jobs = c.queue(jobs=ids)["jobs"]
-                if told:
-                    print("mcemu wait: the daemon answers again", file=sys.stderr)
-                    told = False
-            except ClientTimeout:
-                if home is not None and homemod.read_pidfile(home / "daemon.pid") is None \
-                        and not pending_meta(home):
-                    raise UsageError(f"the cluster in {home} was stopped before jobs "
-                                     f"{ranges(ids)} finished") from None
-                if not told:
-                    print("mcemu wait: the daemon does not answer (restarting?); still waiting", file=sys.stderr)
-                    told = True
-                jobs = []
-            if jobs and all(j["state"] in FINISHED for j in jobs):
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            time.sleep(WAIT_POLL if deadline is None else max(0.0, min(WAIT_POLL, deadline - time.monotonic())))
+        jobs = _wait_until_finished(c, ids, deadline, home)
     finally:
         c.close()
+    return _report_wait(args, ids, jobs)
+
+
+def _wait_until_finished(c, ids: list[int], deadline: float | None, home) -> list[dict]:
+    """Poll the jobs until all are finished or the deadline passed; the last answer (empty
+    when the daemon did not answer since the deadline). A daemon that does not answer is
+    waited for while its cluster may still be recovering."""
+    from emulator.live.client import ClientTimeout
+    from emulator.live.recovery import pending_meta  # lazy: the journal's reader, 5 ms
+
+    jobs, told = [], False
+    while ids:
+        try:
+            jobs = c.queue(jobs=ids)["jobs"]
+            if told:
+                print("mcemu wait: the daemon answers again", file=sys.stderr)
+                told = False
+        except ClientTimeout:
+            if home is not None and homemod.read_pidfile(home / "daemon.pid") is None \
+                    and not pending_meta(home):
+                raise UsageError(f"the cluster in {home} was stopped before jobs "
+                                 f"{ranges(ids)} finished") from None
+            if not told:
+                print("mcemu wait: the daemon does not answer (restarting?); still waiting", file=sys.stderr)
+                told = True
+            jobs = []
+        if jobs and all(j["state"] in FINISHED for j in jobs):
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        time.sleep(WAIT_POLL if deadline is None else max(0.0, min(WAIT_POLL, deadline - time.monotonic())))
+    return jobs
+
+
+def _report_wait(args, ids: list[int], jobs: list[dict]) -> int:
     counts: dict[str, int] = {}
     for j in jobs:
         counts[j["state"]] = counts.get(j["state"], 0) + 1
