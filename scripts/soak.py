@@ -307,7 +307,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def main(argv=None) -> int:
+def _parse(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--topology", default="mesh:4x4", help="a mesh (the pattern and MPI jobs ask for submeshes)")
@@ -331,6 +331,11 @@ def main(argv=None) -> int:
                  "--hogs and --flood >= 0")
     if not a.topology.startswith("mesh:"):
         ap.error("--topology must be a mesh (mesh:WxH): the pattern and MPI jobs ask for submeshes")
+    return a
+
+
+def main(argv=None) -> int:
+    a = _parse(argv)
     s = Soak(a)
     try:
         s.start()
