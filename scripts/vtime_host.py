@@ -12,7 +12,8 @@ mean message delay, the medians, their spreads and the ratios hogs / idle, the l
 time each one was counted, idle against hogs, is compared per interval (median of the runs),
 by the interval's idle length: where the difference comes from.
 
-    python scripts/vtime_host.py [--n 64] [--iterations 40] [--rounds 3] [--intervals]
+    python scripts/vtime_host.py [--n 1024] [--iterations 40] [--rounds 3] [--intervals] [--probe]
+        [--cpu-scale S] [--cpu-clock raw|gauged] [--repo CHECKOUT]
 """
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def segments(idle: list[dict], hogs: list[dict]) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=64, help="the grid (default %(default)s)")
+    ap.add_argument("--n", type=int, default=1024, help="the grid (default %(default)s, the example's)")
     ap.add_argument("--iterations", type=int, default=40, help="sweeps (default %(default)s)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repo", type=Path, default=ROOT, help="the checkout whose cluster runs (default: this one)")
@@ -202,8 +203,9 @@ def main(argv=None) -> int:
     print(f"\n{a.repo}: Jacobi {a.n}x{a.n} {a.iterations} sweeps, 16 ranks, mesh:8x8, {' '.join(extra) or 'default clock'}")
     for name, key in (("elapsed (s)", "elapsed"), ("mean delay (us)", "delay")):
         xi, xh = [r[key] for r in idle], [r[key] for r in hogs]
-        print(f"{name}: idle {spread(xi)}; hogs {spread(xh)}; "
-              f"hogs/idle {statistics.median(xh) / statistics.median(xi) - 1:+.2%}")
+        paired = statistics.median(h / i for i, h in zip(xi, xh))  # a round's two runs are adjacent
+        print(f"{name}: idle {spread(xi)}; hogs {spread(xh)}; hogs/idle: medians "
+              f"{statistics.median(xh) / statistics.median(xi) - 1:+.2%}, rounds' ratios' median {paired - 1:+.2%}")
     if a.intervals:
         intervals(idle, hogs)
     if a.probe:
