@@ -20,7 +20,7 @@ import pytest
 from test_live_vtime import EXAMPLES, UP_8x8, comm_of, run_job
 
 pytestmark = pytest.mark.live
-ROUNDS = 3
+ROUNDS = 5
 N, SWEEPS = 1024, 40
 
 
