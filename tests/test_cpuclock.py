@@ -59,3 +59,40 @@ def test_cpu_clock_is_a_setting_of_mcemu_up_and_a_bad_one_is_refused():
     assert configmod.default("cpu_clock") == "raw"
     with pytest.raises(ValueError, match="--cpu-clock must be one of raw, gauged"):
         configmod.resolve(None, configmod.given(cpu_clock="fast"))
+
+
+class _Comm:
+    hold = False
+
+    def flush(self):
+        pass
+
+
+def test_a_rank_reads_its_cpu_time_while_its_record_says_it_changes_and_counts_nothing_after(tmp_path, monkeypatch):
+    """The interval's ends are read inside the record's change (vclock begin/commit): a reader
+    that used the record before read the host's CPU time before the end, so its bound is never
+    past the clock; the record's writes after the read are not the program's CPU time."""
+    from nodes.mpi import live
+
+    w = ClockWriter(tmp_path / "clocks" / "1.1.0")
+    r = ClockReader(tmp_path / "clocks" / "1.1.0")
+    seen, cpu = [], [10.0]
+
+    def thread_time():
+        seen.append(r.read())  # what a reader gets at the moment the rank reads its CPU time
+        cpu[0] += 0.001  # each read lands 1 ms of CPU later: the writes after it add nothing
+        return cpu[0]
+    monkeypatch.setattr(live, "_thread_time", thread_time)
+    t = live.LiveTransport.__new__(live.LiveTransport)
+    t.shared, t.comm, t.virtual, t.scale, t.factor, t.gauge = w, _Comm(), True, 2.0, 1.0, None
+    t.clock, t.frames, t.events, t.paused, t.mark = 0.5, 3, [], True, 0.0
+    t.resume()
+    assert seen == [None] and r.read() == (False, 0.5, 10.001, 3, 1.0)  # changing, then running from the mark
+    assert t.pause() is True
+    assert seen == [None, None]
+    assert math.isclose(t.clock, 0.5 + 2.0 * 0.001)  # exactly from mark to the pause's read, times the scale
+    assert r.read() == (True, t.clock, 10.001, 3, 1.0)
+    w.begin()
+    assert r.read() is None  # a reader meanwhile keeps its bound
+    w.close()
+    r.close()

@@ -15,7 +15,9 @@ the past must not find the model already past it).
 
 A seqlock keeps a reader from a half-written record: the writer makes the sequence odd, writes,
 makes it even; a reader that sees it odd or changed tries again (and gives up after a few tries:
-the bound then stays where it was, which is safe). The file lives in ``$MCEMU_HOME/clocks`` (the
+the bound then stays where it was, which is safe). The rank reads its CPU time while the
+sequence is odd (``begin``, then ``commit``): a reader that used the record before read the
+host's CPU time before that, and the clock's own bookkeeping is not the program's time. The file lives in ``$MCEMU_HOME/clocks`` (the
 cluster user's; its name comes with the rank's hello).
 """
 from __future__ import annotations
@@ -26,11 +28,13 @@ import struct
 from pathlib import Path
 
 _REC = struct.Struct("<IIddQd")  # sequence, paused, clock (s), mark (thread CPU s), frames sent, factor
+_SEQ = struct.Struct("<I")
 SIZE = _REC.size
 
 
 class ClockWriter:
-    """The rank's side: ``set(clock, mark, paused, frames, factor)`` after every change."""
+    """The rank's side: ``set(clock, mark, paused, frames, factor)`` after every change, or
+    ``begin()`` and then ``commit(...)`` around a read of the CPU time that the record is to hold."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -47,11 +51,25 @@ class ClockWriter:
         self.set(0.0, 0.0, True, 0)
 
     def set(self, clock: float, mark: float, paused: bool, frames: int, factor: float = 1.0) -> None:
+        self.begin()
+        self.commit(clock, mark, paused, frames, factor)
+
+    def begin(self) -> None:
+        """The record is changing: a reader keeps the bound it had (nodes.mpi.live reads the
+        thread's CPU time between this and :meth:`commit`, so that the clock's own bookkeeping
+        stays out of the program's time and no reader can have seen a later CPU time with the
+        record before it). Idempotent until the commit."""
+        if not self.seq & 1:
+            self.seq += 1
+            _SEQ.pack_into(self.mm, 0, self.seq)
+
+    def commit(self, clock: float, mark: float, paused: bool, frames: int, factor: float = 1.0) -> None:
+        if not self.seq & 1:
+            self.begin()
         mm, seq = self.mm, self.seq
-        struct.pack_into("<I", mm, 0, seq + 1)
-        _REC.pack_into(mm, 0, seq + 1, 1 if paused else 0, clock, mark, frames, factor)
-        self.seq = seq + 2
-        struct.pack_into("<I", mm, 0, seq + 2)
+        _REC.pack_into(mm, 0, seq, 1 if paused else 0, clock, mark, frames, factor)
+        self.seq = seq + 1
+        _SEQ.pack_into(mm, 0, seq + 1)
 
     def close(self) -> None:
         try:

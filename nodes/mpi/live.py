@@ -70,11 +70,12 @@ class LiveTransport:
         which stops. False when it was stopped already (a transport call inside an MPI call)."""
         if self.paused:
             return False
-        if self.shared is not None:
-            # stopped first, at the clock it had: a reader that saw "running" read the host's CPU
-            # time before this, so its bound stays below the clock computed next
-            self.shared.set(self.clock, self.mark, True, self.frames, self.factor)
-        dt = (_thread_time() - self.mark) * self.scale * self.factor
+        shared = self.shared
+        if shared is not None:
+            # the record marked as changing before the CPU time is read: a reader that used it
+            # read the host's CPU time earlier, so its bound stays below the clock computed here
+            shared.begin()
+        dt = (_thread_time() - self.mark) * self.scale * self.factor  # the program's interval ends here
         if dt > 0:
             self.clock += dt
             self.events.append(["c", dt])
@@ -82,8 +83,8 @@ class LiveTransport:
         # the call's sends and the wait after them leave as one message (nodes.comm.Comm.hold):
         # one wake-up of each side per call, not one per frame; never held across computing
         self.comm.hold = self.virtual
-        if self.shared is not None:
-            self.shared.set(self.clock, self.mark, True, self.frames, self.factor)
+        if shared is not None:
+            shared.commit(self.clock, self.mark, True, self.frames, self.factor)
         return True
 
     def resume(self) -> None:
@@ -93,10 +94,15 @@ class LiveTransport:
         self.comm.flush()  # before the mark: sending is the call's work, not the program's
         if self.gauge is not None:  # its probe before the mark: the probe's CPU time is nobody's
             self.factor = self.gauge.update()
-        self.mark = _thread_time()
-        if self.shared is not None:
-            # the factor with the mark: the interconnect's bound applies the one the clock will
-            self.shared.set(self.clock, self.mark, False, self.frames, self.factor)
+        shared = self.shared
+        if shared is None:
+            self.mark = _thread_time()
+            return
+        # the factor with the mark: the interconnect's bound applies the one the clock will; the
+        # mark read last, so that only the record's last two writes fall in the program's time
+        shared.begin()
+        self.mark = mark = _thread_time()
+        shared.commit(self.clock, mark, False, self.frames, self.factor)
 
     def _publish(self) -> None:
         if self.shared is not None:  # the clock moved inside a call (a wait's answer, a sleep)
