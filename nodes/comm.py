@@ -60,21 +60,6 @@ def _no_ext(code, data):
     raise ValueError("msgpack ext types are not part of the protocol")
 
 
-class _LocalLink(netlocal.Link):
-    """The local socket's link, with a read that blocks (a rank waiting for its next frame
-    with no deadline: most of a virtual-time run's reads)."""
-
-    def read_blocking(self) -> list:
-        """The frames of the next bytes to arrive (waiting for them); Gone at the end."""
-        try:
-            data = self.sock.recv(max(netlocal.READ, self.frames.need))
-        except ConnectionError:  # reset or broken: the interconnect is gone, as an end of file
-            data = b""
-        if not data:
-            raise netlocal.Gone(self.path)
-        return self.frames.feed(data)
-
-
 class CommError(RuntimeError):
     """The interconnect refused something (``code``: bad-rank, node-down, unknown-job, ...)."""
 
@@ -121,9 +106,6 @@ class Comm:
         self.kernel = Kernel(clock, precise=True, spin=0.0)
         self.now = self.kernel.now
         self._waits = self.link.waits if self.remote else (self.link.fd,)
-        # a read with no deadline on the local socket blocks in recv itself: no poll before it
-        # (one syscall and the kernel's wait less per message; a wait on a fake clock must not block)
-        self._block = None if self.remote or self.kernel.clock.fake else self.link.read_blocking
         self._ids = 0
         # frames to the interconnect not sent yet (virtual time: they go as one message when
         # this task next reads or closes, _flush) and frames read but not handed over yet (the
@@ -177,7 +159,7 @@ class Comm:
             from nodes.commzmq import ZmqLink  # lazy: the local path never needs it
 
             return ZmqLink(self.endpoint)
-        link = _LocalLink.connect(netlocal.endpoint_path(self.endpoint), time.monotonic() + timeout)
+        link = netlocal.Link.connect(netlocal.endpoint_path(self.endpoint), time.monotonic() + timeout)
         if link is None:
             raise CommError("timeout", f"no welcome from the interconnect at {self.endpoint} in {timeout} s "
                                        f"(nothing listens there)")
@@ -347,12 +329,9 @@ class Comm:
                 m = _decode(parts.popleft())
                 if m is not None:
                     return m
+            if not self.kernel.wait(deadline, *self._waits):
+                return None
             try:
-                if deadline is None and self._block is not None:
-                    parts.extend(self._block())
-                    continue
-                if not self.kernel.wait(deadline, *self._waits):
-                    return None
                 parts.extend(self.link.read())
             except netlocal.Gone as e:
                 self._gone(e)
