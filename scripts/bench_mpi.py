@@ -33,6 +33,7 @@ average is printed with the figures. The issue's target: 20,000 messages/s on th
     python scripts/bench_mpi.py --dilated --json      # and (d); one JSON document
     python scripts/bench_mpi.py --scale 0.2           # fewer iterations (a quick look)
     python scripts/bench_mpi.py --repo /tmp/old       # this checkout and another one
+    python scripts/bench_mpi.py --only all-to-all --profile /tmp/prof   # where a rank's CPU goes
 """
 from __future__ import annotations
 
@@ -109,8 +110,10 @@ def run_job(c: Cluster, shape: str, command: str, timeout: float) -> dict:
     return {"row": row, "out": out, "ic_cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0}
 
 
-def kernel_case(c: Cluster, kernel: str, nbytes: int, iterations: int, timeout: float) -> dict:
-    r = run_job(c, "8x8", f"{sys.executable} {KERNELS} {kernel} {nbytes} {iterations}", timeout)
+def kernel_case(c: Cluster, kernel: str, nbytes: int, iterations: int, timeout: float,
+                profile: Path | None = None) -> dict:
+    env = f"MCEMU_MPI_PROFILE={profile} " if profile else ""  # nodes.mpi.live: cProfile of every rank
+    r = run_job(c, "8x8", f"{env}{sys.executable} {KERNELS} {kernel} {nbytes} {iterations}", timeout)
     line = next((s for s in r["out"].splitlines() if s.startswith("{")), None)
     if line is None:
         raise RuntimeError(f"rank 0 printed no result: {r['out'][-300:]}")
@@ -118,7 +121,8 @@ def kernel_case(c: Cluster, kernel: str, nbytes: int, iterations: int, timeout: 
     comm, job_wall = row.get("comm") or {}, row["end"] - row["start"]  # time unit 1 s (up)
     return {"messages": k["messages"], "loop_wall_s": k["wall_s"], "rate": k["messages"] / k["wall_s"],
             "s_per_1000": 1000 * k["wall_s"] / k["messages"], "vtime_s": k["vtime_s"],
-            "ranks_cpu_s": k["cpu_s"], "ic_cpu_s": r["ic_cpu_s"], "job_messages": comm.get("count"),
+            "ranks_cpu_s": k["cpu_s"], "ranks_sys_s": k.get("sys_s"), "ranks_switches": k.get("switches"),
+            "ic_cpu_s": r["ic_cpu_s"], "job_messages": comm.get("count"),
             "job_bytes": comm.get("bytes"), "job_wall_s": job_wall,
             "job_rate": (comm.get("count") or 0) / job_wall if job_wall > 0 else None,
             "mean_delay_us": comm.get("mean_delay_us")}
@@ -169,7 +173,7 @@ def run_all(a, repos: list[Path]) -> list[dict]:
                 for _, name, what in (s for s in steps if s[0] == mode):
                     for repo, c in clusters.items():  # case by case, checkouts side by side
                         prog.update(bar, description=f"{mode} · {name} · {repo.name}")
-                        results.append(one_case(c, mode, name, what, a.timeout))
+                        results.append(one_case(c, mode, name, what, a.timeout, a.profile))
                         prog.advance(bar)
             finally:
                 for repo, c in clusters.items():
@@ -179,12 +183,13 @@ def run_all(a, repos: list[Path]) -> list[dict]:
     return results
 
 
-def one_case(c: Cluster, mode: str, name: str, what: tuple, timeout: float) -> dict:
+def one_case(c: Cluster, mode: str, name: str, what: tuple, timeout: float, profile: Path | None = None) -> dict:
     res = {"repo": str(c.repo), "time": mode, "case": name,
            "load_avg": round(os.getloadavg()[0], 2)}
+    where = profile / f"{c.repo.name}-{mode}-{what[1]}-{what[2]}" if profile else None
     try:
         if what[0] == "kernel":
-            res.update(kernel_case(c, what[1], what[2], what[3], timeout), iterations=what[3])
+            res.update(kernel_case(c, what[1], what[2], what[3], timeout, where), iterations=what[3])
         else:
             res.update(jacobi_case(c, what[1], what[2], timeout), iterations=int(what[2]))
     except Exception as e:  # noqa: BLE001 - a case that breaks is reported, the others still run
@@ -265,6 +270,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-jacobi", action="store_true", help="leave (c) out")
     ap.add_argument("--only", default="", metavar="TEXT", help="only the cases whose name holds TEXT (e.g. ping-pong)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per job (default 600)")
+    ap.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                    help="cProfile every rank of the kernels: DIR/<checkout>-<time>-<kernel>-<bytes>/rank-<r>.prof "
+                         "(MCEMU_MPI_PROFILE, nodes.mpi.live; a checkout without it ignores it)")
     ap.add_argument("--json", action="store_true", help="print every figure as one JSON document")
     a = ap.parse_args(argv)
     if a.scale <= 0:

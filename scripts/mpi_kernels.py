@@ -14,8 +14,16 @@ one JSON line: the loop's messages (those the kernel sends, the barriers' not co
 slowest rank's wall and virtual seconds and the ranks' summed CPU seconds.
 """
 import json
+import os
+import resource
 import sys
 import time
+
+
+def _switches() -> int:
+    """This process's context switches so far (voluntary: its waits; involuntary: preempted)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_nvcsw + r.ru_nivcsw
 
 
 def kernel(name: str, nbytes: int, iterations: int) -> None:
@@ -36,6 +44,7 @@ def kernel(name: str, nbytes: int, iterations: int) -> None:
     else:
         raise SystemExit(f"unknown kernel {name!r}: pingpong or alltoall")
     comm.Barrier()
+    t0, s0 = os.times(), _switches()
     w0, c0, v0 = time.perf_counter(), time.process_time(), MPI.Wtime()
     for _ in range(iterations):
         if name == "alltoall":
@@ -48,11 +57,14 @@ def kernel(name: str, nbytes: int, iterations: int) -> None:
             comm.Send([buf, MPI.BYTE], dest=peer, tag=1)
     comm.Barrier()
     mine = (time.perf_counter() - w0, time.process_time() - c0, MPI.Wtime() - v0)
+    t1 = os.times()
+    mine += (t1.system - t0.system, _switches() - s0)
     every = comm.gather(mine, root=0)
     if rank == 0:
         print(json.dumps({"kernel": name, "bytes": nbytes, "iterations": iterations, "ranks": n,
                           "messages": messages, "wall_s": max(e[0] for e in every),
-                          "cpu_s": sum(e[1] for e in every), "vtime_s": max(e[2] for e in every)}), flush=True)
+                          "cpu_s": sum(e[1] for e in every), "vtime_s": max(e[2] for e in every),
+                          "sys_s": sum(e[3] for e in every), "switches": sum(e[4] for e in every)}), flush=True)
 
 
 if __name__ == "__main__":

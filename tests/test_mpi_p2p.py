@@ -73,6 +73,36 @@ def test_non_contiguous_views_and_reinterpreted_types():
     assert run_ranks(2, prog)[1] == ([1.0, 5.0, 9.0], 7, 2)
 
 
+def test_usual_buffers_take_the_short_path_with_the_general_forms_meaning():
+    """[1-D array, its own datatype] and a bare array skip the general parsing (nodes.mpi.buffers);
+    what they send and receive is what the general forms do: a byte-swapped array is sent as its
+    bytes, a displacement is honoured, a read-only buffer is ERR_BUFFER."""
+    swapped = np.arange(6, dtype=">f8")
+
+    def prog(comm):
+        if comm.rank == 0:
+            a = np.arange(6, dtype="d")
+            comm.Send([a, MPI.DOUBLE], 1, 0)
+            comm.Send(a, 1, 1)
+            comm.Send(swapped, 1, 2)
+            comm.Send([np.arange(1, 5, dtype=np.uint8), MPI.BYTE], 1, 3)
+            comm.Send([np.arange(4, dtype=np.uint8), MPI.BYTE], 1, 4)
+            comm.send("after", 1, 5)
+            return None
+        d, e, raw, r = np.zeros(6), np.zeros(6), np.zeros(48, dtype=np.uint8), np.zeros(8, dtype=np.uint8)
+        comm.Recv([d, MPI.DOUBLE], 0, 0)
+        comm.Recv(e, 0, 1)
+        comm.Recv([raw, MPI.BYTE], 0, 2)
+        comm.Recv([r, (4, 2), MPI.BYTE], 0, 3)
+        with pytest.raises(MPI.Exception) as err:
+            comm.Recv(np.frombuffer(bytes(4), dtype=np.uint8), 0, 4)
+        return (d.tolist(), e.tolist(), raw.tobytes() == swapped.tobytes(), r.tolist(),
+                err.value.Get_error_class(), comm.recv(source=0, tag=5))
+
+    assert run_ranks(2, prog)[1] == ([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], True,
+                                     [0, 0, 1, 2, 3, 4, 0, 0], MPI.ERR_BUFFER, "after")
+
+
 def test_truncation_is_err_truncate():
     def prog(comm):
         if comm.rank == 0:

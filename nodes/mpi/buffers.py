@@ -22,6 +22,7 @@ from nodes.mpi.errors import ERR_BUFFER, ERR_COUNT, ERR_TRUNCATE, ERR_TYPE, MPIE
 
 _BYTE = DATATYPES["BYTE"]
 _U8 = np.dtype(np.uint8)
+_DTYPES: dict = {}  # numpy dtype -> its MPI datatype (datatype_of's answer, kept)
 
 
 def as_array(buf) -> np.ndarray:
@@ -67,8 +68,20 @@ class Buf:
     def nbytes(self) -> int:
         return self.count * self.dt.size
 
+    @classmethod
+    def _whole(cls, arr: np.ndarray, dt: Datatype) -> "Buf":
+        """All of a 1-D contiguous array of ``dt``'s own dtype (what :func:`message` checked):
+        the usual message, without __init__'s general case."""
+        b = cls.__new__(cls)
+        b.arr = b.flat = arr
+        b.dt, b.displ, b.count = dt, 0, arr.shape[0]
+        return b
+
     def values(self, displ: int = 0, count: int | None = None) -> np.ndarray:
         """The elements (a view where the array is contiguous)."""
+        if not displ and count is None and not self.displ and self.flat is not None \
+                and self.count == self.flat.shape[0]:
+            return self.flat
         lo = self.displ + displ
         hi = lo + (self.count if count is None else count)
         if self.flat is not None:
@@ -77,7 +90,8 @@ class Buf:
 
     def data(self, displ: int = 0, count: int | None = None) -> np.ndarray:
         """The elements' bytes (1-D uint8, contiguous) to send."""
-        return self.values(displ, count).view(_U8)
+        v = self.values(displ, count)
+        return v if v.dtype is _U8 else v.view(_U8)
 
     def fill(self, src, off: int = 0, displ: int = 0, count: int | None = None) -> int:
         """Copy the bytes of ``src`` from ``off`` in at element ``displ``; raises ERR_TRUNCATE
@@ -88,19 +102,33 @@ class Buf:
             raise MPIException(ERR_TRUNCATE, f"a message of {n} bytes for a buffer of {room} bytes")
         lo = self.displ + displ
         try:
-            if self.flat is not None:
+            if self.flat is not None and self.flat.dtype is _U8 and type(src) is bytes:
+                # bytes into bytes: a memoryview's copy, a third of numpy's for a small message
+                memoryview(self.flat)[lo:lo + n] = memoryview(src)[off:off + n]
+            elif self.flat is not None:
                 start = lo * self.dt.size
                 self.flat.view(_U8)[start:start + n] = np.frombuffer(src, _U8, n, off)
             else:
                 k = n // self.dt.size
                 self.arr.flat[lo:lo + k] = np.frombuffer(src, self.dt.dtype, k, off)
-        except ValueError as e:  # a read-only buffer (bytes)
+        except (ValueError, TypeError) as e:  # a read-only buffer (bytes)
             raise MPIException(ERR_BUFFER, f"cannot receive into this buffer: {e}") from None
         return n
 
 
 def message(spec) -> Buf:
     """A point-to-point or collective message specification (see the module docstring)."""
+    if type(spec) is list and len(spec) == 2:  # [array, datatype], the usual one: checked first
+        arr, dt = spec
+        if type(arr) is np.ndarray and type(dt) is Datatype and arr.ndim == 1 and arr.dtype == dt.dtype \
+                and arr.flags.c_contiguous:
+            return Buf._whole(arr, dt)
+    elif type(spec) is np.ndarray and spec.ndim == 1 and spec.flags.c_contiguous:
+        dt = _DTYPES.get(spec.dtype)
+        if dt is None:
+            dt = _DTYPES.setdefault(spec.dtype, datatype_of(spec.dtype))
+        if dt.dtype == spec.dtype:
+            return Buf._whole(spec, dt)
     if isinstance(spec, (list, tuple)) and spec and not isinstance(spec[0], (int, float)):
         buf, rest = spec[0], list(spec[1:])
         dt = rest.pop() if rest and isinstance(rest[-1], (Datatype, str)) else None

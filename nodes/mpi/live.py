@@ -38,6 +38,8 @@ class LiveTransport:
     """This task's rank (module docstring); ``comm``: an open nodes.comm.Comm (tests)."""
 
     def __init__(self, comm: Comm | None = None):
+        if os.environ.get("MCEMU_MPI_PROFILE"):
+            _profile(os.environ["MCEMU_MPI_PROFILE"])
         self.shared = None if comm is not None else _shared_clock()
         try:
             self.comm = comm or Comm(sync=True, pid=os.getpid(), timeout=120.0,
@@ -219,6 +221,23 @@ class LiveTransport:
         tmp = d / f".rank-{self.rank}.json.tmp"
         tmp.write_text(json.dumps(doc, separators=(",", ":")))
         os.replace(tmp, d / f"rank-{self.rank}.json")
+
+
+def _profile(where: str) -> None:
+    """MCEMU_MPI_PROFILE=DIR: this rank's cProfile statistics in DIR/rank-<r>.prof at its exit
+    (where a message's CPU goes in a rank: scripts/bench_mpi.py --profile)."""
+    import cProfile
+
+    prof = cProfile.Profile(time.thread_time)  # CPU, not the waits: where the rank's CPU goes
+    path = Path(where) / f"rank-{os.environ.get('MCEMU_RANK', 0)}.prof"
+
+    def dump():
+        prof.disable()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        prof.dump_stats(path)
+
+    atexit.register(dump)  # registered first: it runs after the transport's close
+    prof.enable()
 
 
 def _gauge(welcome: dict):

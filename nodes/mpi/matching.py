@@ -33,7 +33,7 @@ OBJ, BUF = 0, 1
 class Matcher:
     """One context's queues; ``group``: its communicator's world ranks (index: local rank)."""
 
-    __slots__ = ("ctx", "group", "local", "posted", "unexpected", "name")
+    __slots__ = ("ctx", "group", "local", "posted", "unexpected", "name", "said")
 
     def __init__(self, ctx: int, group: tuple, name: str):
         self.ctx, self.group, self.name = ctx, group, name
@@ -41,6 +41,7 @@ class Matcher:
         self.local = None if identity else {w: r for r, w in enumerate(group)}
         self.posted: list = []
         self.unexpected: deque = deque()
+        self.said: dict = {}  # (op, source, tag) -> describe's text: every blocking wait sends one
 
     def deliver(self, src_world: int, tag: int, kind: int, payload: bytes) -> None:
         src = src_world if self.local is None else self.local[src_world]
@@ -64,6 +65,15 @@ class Matcher:
         return None
 
     def describe(self, op: str, source: int, tag: int) -> str:
+        key = (op, source, tag)
+        text = self.said.get(key)
+        if text is None:
+            if len(self.said) >= 1024:  # a program of many tags: kept bounded
+                self.said.clear()
+            text = self.said[key] = self._describe(op, source, tag)
+        return text
+
+    def _describe(self, op: str, source: int, tag: int) -> str:
         src = "ANY_SOURCE" if source == ANY_SOURCE else f"rank {self.group[source]}"
         what = f"{op}(source={src}, tag={'ANY_TAG' if tag == ANY_TAG else tag})"
         return what if self.name == "COMM_WORLD" else f"{what} on {self.name}"
