@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodes.mpi import MPI
-from tests.fixtures.mpi_ranks import Hub, run_ranks
+from tests.fixtures.mpi_ranks import Hub, QueueTransport, run_ranks
 
 SIZES = [1, 2, 3, 5, 8]
 
@@ -146,6 +147,40 @@ def test_tree_and_ring_traffic(n):
     run_ranks(n, lambda c: c.allreduce(c.rank), hub)
     p2 = 1 << (n.bit_length() - 1)
     assert len(hub.sent) == 2 * (n - p2) + p2 * int(math.log2(p2))
+
+
+@pytest.mark.parametrize("block, scattered", [(8, True), (32768, True), (32769, False)])
+def test_alltoall_is_scattered_up_to_mpich_s_medium_size_and_pairwise_above(monkeypatch, block, scattered):
+    """Up to 32 KiB a block every rank sends all its blocks before it reads anything; above,
+    its second block leaves only after it has read (the pairwise exchange's first step)."""
+    n, log, lock = 5, [[] for _ in range(5)], threading.Lock()
+    send, wait = QueueTransport.send, QueueTransport.wait
+
+    def logged_send(self, dest, payload, nbytes):
+        with lock:
+            log[self.rank].append("send")
+        send(self, dest, payload, nbytes)
+
+    def logged_wait(self, block_, what):
+        got = wait(self, block_, what)
+        if got:
+            with lock:
+                log[self.rank].append("read")
+        return got
+
+    monkeypatch.setattr(QueueTransport, "send", logged_send)
+    monkeypatch.setattr(QueueTransport, "wait", logged_wait)
+    def prog(c):
+        got = np.zeros(n * block, dtype="u1")
+        c.Alltoall([np.repeat(np.arange(n, dtype="u1") + 10 * c.rank, block), MPI.BYTE], [got, MPI.BYTE])
+        return got
+
+    for r, got in enumerate(run_ranks(n, prog)):
+        assert (got == np.repeat(np.arange(n, dtype="u1") * 10 + r, block)).all()
+    for r in range(n):
+        assert log[r].count("send") == n - 1
+        last_send = len(log[r]) - 1 - log[r][::-1].index("send")
+        assert ("read" not in log[r][:last_send]) is scattered, log[r]
 
 
 def test_user_any_tag_never_matches_collective_traffic():

@@ -24,8 +24,15 @@ match that call's messages. ``n`` is the communicator's size, ``r`` this rank.
   every other rank in rank order: n - 1 messages through the root's channels).
 - allgather (and Allgatherv): ring: n - 1 steps; in step s send block r - s to r + 1 and
   receive block r - s - 1 from r - 1.
-- alltoall (and Alltoallv): pairwise exchange: n - 1 steps; in step s send to r + s and
-  receive from r - s (mod n).
+- alltoall (and Alltoallv): MPICH's choice by block size (``MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE``,
+  32 KiB). Up to it, *scattered*: send every block at once (to r + 1, r + 2, ...), then receive
+  from r - 1, r - 2, ... (mod n): the n - 1 worms contend in the network together, and a rank
+  wakes for a batch of arrivals instead of once a message. Above it, *pairwise exchange*: n - 1
+  steps; in step s send to r + s and receive from r - s (mod n), one block in flight each way.
+  MPICH's third form, Bruck's for blocks under 256 bytes, is left out: it combines blocks into
+  log2 n messages, and we keep one message for each pair of ranks, the all-to-all pattern whose
+  contention the dissertation studies. Ranks may choose differently (object blocks differ in
+  size): both forms send the same messages and receive from named sources, so they mix.
 - scan / exscan: linear chain (rank r receives the prefix from r - 1, sends to r + 1).
 """
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 from nodes.mpi.matching import BUF, HEAD
 from nodes.mpi.request import Request
 
+ALLTOALL_SCATTERED_MAX = 32768  # bytes a block: MPICH's medium-message limit
 T_BARRIER, T_BCAST, T_REDUCE, T_ROOT, T_ALLREDUCE, T_GATHER, T_SCATTER, T_ALLGATHER, T_ALLTOALL, T_SCAN = range(1, 11)
 
 
@@ -169,6 +177,12 @@ def alltoall(comm, kind: int, blocks) -> list:
     n, r = comm._size, comm._rank
     out = [None] * n
     out[r] = blocks[r]
+    if max(map(len, blocks)) <= ALLTOALL_SCATTERED_MAX:
+        for s in range(1, n):
+            send(comm, (r + s) % n, T_ALLTOALL, kind, blocks[(r + s) % n])
+        for s in range(1, n):
+            out[(r - s) % n] = body(recv(comm, (r - s) % n, T_ALLTOALL))
+        return out
     for s in range(1, n):
         dst, src = (r + s) % n, (r - s) % n
         send(comm, dst, T_ALLTOALL, kind, blocks[dst])
