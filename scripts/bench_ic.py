@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import json
 import pstats
 import sys
@@ -48,13 +49,15 @@ RANKS, JOB, PAYLOAD = 64, 1, b"\x00" * 40  # an 8-byte MPI message and its envel
 class Conn:
     """A task's connection: what the interconnect writes is encoded as for the socket and kept."""
 
-    __slots__ = ("rank", "wrote")
+    __slots__ = ("rank", "wrote", "digest")
 
     def __init__(self, rank: int):
-        self.rank, self.wrote = rank, []
+        self.rank, self.wrote, self.digest = rank, [], hashlib.sha256()
 
     def write(self, frames) -> None:
-        self.wrote.append(netlocal.encode(frames))
+        data = netlocal.encode(frames)
+        self.wrote.append(data)
+        self.digest.update(data)
 
 
 class Rank:
@@ -218,7 +221,8 @@ class Bench:
         cpu = self.cpu - cpu0
         return {"case": f"{self.name} {'virtual' if self.virtual else 'dilated'}", "messages": n,
                 "turns": self.turns - turns0, "ic_cpu_s": round(cpu, 4),
-                "us_per_msg": round(1e6 * cpu / n, 2) if n else None}
+                "us_per_msg": round(1e6 * cpu / n, 2) if n else None,
+                "digest": hashlib.sha256(b"".join(r.conn.digest.digest() for r in self.ranks)).hexdigest()[:16]}
 
 
 def main(argv=None) -> int:
@@ -249,7 +253,7 @@ def main(argv=None) -> int:
     else:
         for r in out:
             print(f"{r['case']:20s} {r['messages']:7d} msgs {r['turns']:7d} turns  interconnect "
-                  f"{r['ic_cpu_s']:.3f} s CPU = {r['us_per_msg']} us/msg")
+                  f"{r['ic_cpu_s']:.3f} s CPU = {r['us_per_msg']} us/msg  (frames' digest {r['digest']})")
     return 0
 
 
