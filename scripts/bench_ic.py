@@ -72,7 +72,7 @@ class Rank:
 
     def send(self, to: int) -> None:
         self.ids += 1
-        f = {"id": self.ids, "to": to, "data": PAYLOAD, "nbytes": 8}
+        f = {"id": self.ids, "to": to, "data": self.b.payload, "nbytes": self.b.nbytes}
         if self.b.virtual:
             f["vt"] = self.vt
         self.out.append(P.encode_unchecked("net_send", **f))
@@ -114,7 +114,8 @@ class Rank:
 
 
 class Bench:
-    def __init__(self, kernel_name: str, time_mode: str, iterations: int, step: float):
+    def __init__(self, kernel_name: str, time_mode: str, iterations: int, step: float, nbytes: int = 8):
+        self.nbytes, self.payload = nbytes, PAYLOAD + b"\x00" * (nbytes - 8)
         self.virtual = time_mode == "virtual"
         self.name, self.iterations, self.step = kernel_name, iterations, step
         home = Path(tempfile.mkdtemp(prefix="mcbench-ic-"))
@@ -231,6 +232,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kernel", choices=("pingpong", "alltoall", "both"), default="both")
     ap.add_argument("--iterations", type=int, default=None, help="default: 300 ping-pong, 4 all-to-all")
     ap.add_argument("--step", type=float, default=0.0002, help="dilated: wall seconds the fake clock moves per turn")
+    ap.add_argument("--bytes", type=int, default=8, help="bytes of a message (default 8)")
     ap.add_argument("--per-turn", type=int, default=1, help="ranks read per turn of the loop (default 1)")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N (by own time)")
     ap.add_argument("--json", action="store_true")
@@ -238,7 +240,7 @@ def main(argv=None) -> int:
     out = []
     for mode in (("virtual", "dilated") if a.time == "both" else (a.time,)):
         for k in (("pingpong", "alltoall") if a.kernel == "both" else (a.kernel,)):
-            b = Bench(k, mode, a.iterations or (300 if k == "pingpong" else 4), a.step)
+            b = Bench(k, mode, a.iterations or (300 if k == "pingpong" else 4), a.step, a.bytes)
             prof = cProfile.Profile() if a.profile else None
             if prof:
                 prof.enable()

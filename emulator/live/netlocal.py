@@ -118,8 +118,8 @@ class Conn:
             n = self.sock.send(data)
         except BlockingIOError:
             n = 0
-        except OSError:
-            return self._deafen()
+        except OSError as e:
+            return self._deafen(e)
         if n < len(data):
             self.out.append(data[n:])
             self.outn = len(data) - n
@@ -131,20 +131,21 @@ class Conn:
             n = self.sock.send(data)
         except BlockingIOError:
             n = 0
-        except OSError:
-            return self._deafen()
+        except OSError as e:
+            return self._deafen(e)
         if n == len(data):
             self.out, self.outn = [], 0
             self.port.kernel.remove_writer(self.fd)
         else:
             self.out, self.outn = [data[n:]], len(data) - n
 
-    def _deafen(self) -> None:
+    def _deafen(self, err: OSError) -> None:
         """A write failed: the task is gone (a task that exits with frames unread makes the next
         write fail, ECONNRESET or EPIPE). What it wrote before it went is still to be read, in
         order, up to its end of file, which closes the connection: its last send (a gather's
         message to the root, written just before the rank exited) was lost when a notice to
         it, written in the same turn, closed the connection at once."""
+        log.info("a task's connection takes no more frames (%s): what it wrote is still read", err)
         self.deaf = True
         self.out, self.outn = [], 0
         self.port.kernel.remove_writer(self.fd)

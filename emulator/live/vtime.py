@@ -133,10 +133,11 @@ class VirtualTime:
         if r.state == WAITING and e[0] != INF:
             heappush(self.waiting, e)
         if len(self.heap) > 8 * len(self.ranks) + 64:  # mostly stale entries: start again
-            self.heap = [e for e in self.heap if e[2] == e[3].ver]
-            heapify(self.heap)
-            self.waiting = [e for e in self.waiting if e[2] == e[3].ver]
-            heapify(self.waiting)
+            # in place: _answer holds the lists while it answers (and touches) ranks, and puts
+            # back into :attr:`waiting` the entries it could not answer
+            for h in (self.heap, self.waiting):
+                h[:] = [e for e in h if e[2] == e[3].ver]
+                heapify(h)
 
     def _top(self):
         heap = self.heap
