@@ -178,12 +178,14 @@ def test_a_rank_not_answered_in_a_pass_stays_answerable_when_the_heaps_are_compa
     rank 1 yet (its barrier may complete before its time): rank 1 is answered as soon as it can
     be. (Its entry, put back into the list the compaction had replaced, was lost: the rank was
     never answered and a 64-rank all-to-all of the bench hung.)"""
-    w = World(3)
-    w.vt.enter(w.r[1], 0.0, w.job, lambda: w.r, ("ok", "barrier"))
-    w.vt.wait(w.r[1], 0.0, s(0.9), "recv")  # in the barrier, and a timeout at 0.9
+    w = World(4, pids=(None,) * 4)
+    w.vt.report(w.r[3], s(100))  # computing far ahead: its stale entries stay below the top
+    w.vt.enter(w.r[1], 0.0, w.job, lambda: w.r[:3], ("ok", "barrier"))
+    w.vt.wait(w.r[1], 0.0, s(0.9), "recv")  # in a barrier of ranks 0-2, and a timeout at 0.9
     w.vt.wait(w.r[0], 0.0, s(0.5), "recv")
-    while len(w.vt.heap) < 8 * 3 + 64:  # stale entries up to the bound: the next touch compacts
-        w.vt._touch(w.r[2])
+    w.vt._top()  # the stale entries on top go (as a pass begins)
+    while len(w.vt.heap) < 8 * 4 + 64:  # stale entries up to the bound: the next touch compacts
+        w.vt._touch(w.r[3])
     got, _ = w.answers()
     assert set(got) == {0}  # rank 1: the barrier could complete at 0.5, before its 0.9
     w.vt.report(w.r[0], s(2))
