@@ -65,7 +65,8 @@ class Rank:
 
     def __init__(self, bench, rank: int):
         self.b, self.rank, self.conn = bench, rank, Conn(rank)
-        self.reader = netlocal.Frames(P.MAX_REPLY)
+        self.reader = netlocal.Frames(P.MAX_REPLY)  # what it reads
+        self.reader_in = netlocal.Frames(P.MAX_WIRE)  # what the interconnect reads of it
         self.vt, self.ids, self.it, self.got = 0.0, 0, 0, 0
         self.out: list = []
         self.waiting = False
@@ -166,11 +167,6 @@ class Bench:
 
     # the loop -------------------------------------------------------------------------------
 
-    def timed(self, fn, *args):
-        t0 = time.process_time()
-        fn(*args)
-        self.cpu += time.process_time() - t0
-
     def turn(self, ready: list) -> None:
         """One turn of the interconnect's loop: what ``ready`` ranks wrote, then pump and flush."""
         ic, now = self.ic, self.clock.now()
@@ -186,7 +182,6 @@ class Bench:
     def run(self, per_turn: int = 1) -> dict:
         ic = self.ic
         for r in self.ranks:
-            r.reader_in = netlocal.Frames(P.MAX_WIRE)
             hello = P.encode("net_hello", job=JOB, attempt=1, rank=r.rank, nodes=list(range(RANKS)), sync=True,
                              secret=task_secret(ic.jobs.key, JOB, 1, r.rank))
             self.turn([(r, netlocal.encode([hello]))])
