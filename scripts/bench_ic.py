@@ -115,11 +115,10 @@ class Rank:
 
 
 class Bench:
-    def __init__(self, kernel_name: str, time_mode: str, iterations: int, step: float, nbytes: int = 8):
+    def __init__(self, home: Path, kernel_name: str, time_mode: str, iterations: int, step: float, nbytes: int = 8):
         self.nbytes, self.payload = nbytes, PAYLOAD + b"\x00" * (nbytes - 8)
         self.virtual = time_mode == "virtual"
         self.name, self.iterations, self.step = kernel_name, iterations, step
-        home = Path(tempfile.mkdtemp(prefix="mcbench-ic-"))
         cfg = {"topology": "mesh:8x8", "net_dilation": 1000.0, "net_time": time_mode, "flit_bytes": 2}
         self.clock = FakeClock(1.0)
         self.ic = Interconnect(home, cfg, kernel=Kernel(self.clock))
@@ -221,6 +220,17 @@ class Bench:
                 "digest": hashlib.sha256(b"".join(r.conn.digest.digest() for r in self.ranks)).hexdigest()[:16]}
 
 
+def _profiled(b: Bench, a) -> dict:
+    """``b`` run under cProfile, its top ``a.profile`` functions (by own time) on stderr."""
+    prof = cProfile.Profile()
+    prof.enable()
+    res = b.run(a.per_turn)
+    prof.disable()
+    print(f"--- {res['case']}", file=sys.stderr)
+    pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(a.profile)
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--time", choices=("virtual", "dilated", "both"), default="both")
@@ -235,16 +245,9 @@ def main(argv=None) -> int:
     out = []
     for mode in (("virtual", "dilated") if a.time == "both" else (a.time,)):
         for k in (("pingpong", "alltoall") if a.kernel == "both" else (a.kernel,)):
-            b = Bench(k, mode, a.iterations or (300 if k == "pingpong" else 4), a.step, a.bytes)
-            prof = cProfile.Profile() if a.profile else None
-            if prof:
-                prof.enable()
-            res = b.run(a.per_turn)
-            if prof:
-                prof.disable()
-                print(f"--- {res['case']}", file=sys.stderr)
-                pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(a.profile)
-            out.append(res)
+            with tempfile.TemporaryDirectory(prefix="mcbench-ic-") as home:
+                b = Bench(Path(home), k, mode, a.iterations or (300 if k == "pingpong" else 4), a.step, a.bytes)
+                out.append(_profiled(b, a) if a.profile else b.run(a.per_turn))
     if a.json:
         print(json.dumps(out))
     else:
