@@ -171,3 +171,24 @@ def test_a_published_clock_reads_back_and_a_new_one_raises_no_bound(tmp_path):
     w.close()
     r.close()
     assert not (tmp_path / "clocks" / "1.1.0").exists()
+
+
+def test_a_rank_not_answered_in_a_pass_stays_answerable_when_the_heaps_are_compacted_in_it():
+    """A pass answers rank 0 (its touch compacts the heaps of stale entries) and cannot answer
+    rank 1 yet (its barrier may complete before its time): rank 1 is answered as soon as it can
+    be. (Its entry, put back into the list the compaction had replaced, was lost: the rank was
+    never answered and a 64-rank all-to-all of the bench hung.)"""
+    w = World(4, pids=(None,) * 4)
+    w.vt.report(w.r[3], s(100))  # computing far ahead: its stale entries stay below the top
+    w.vt.enter(w.r[1], 0.0, w.job, lambda: w.r[:3], ("ok", "barrier"))
+    w.vt.wait(w.r[1], 0.0, s(0.9), "recv")  # in a barrier of ranks 0-2, and a timeout at 0.9
+    w.vt.wait(w.r[0], 0.0, s(0.5), "recv")
+    w.vt._top()  # the stale entries on top go (as a pass begins)
+    while len(w.vt.heap) < 8 * 4 + 64:  # stale entries up to the bound: the next touch compacts
+        w.vt._touch(w.r[3])
+    got, _ = w.answers()
+    assert set(got) == {0}  # rank 1: the barrier could complete at 0.5, before its 0.9
+    w.vt.report(w.r[0], s(2))
+    w.vt.report(w.r[2], s(2))  # neither can enter before 2: rank 1's 0.9 comes first
+    got, _ = w.answers()
+    assert got == {1: (0.9, [])}

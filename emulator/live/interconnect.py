@@ -427,11 +427,26 @@ def main(argv=None) -> int:
     log.info("serving %s on %s%s (dilation %g, L = %d flits, T_t = %g us)", cfg["topology"], ic.endpoint,
              f" and {ic.remote.endpoint}" if ic.remote else "", ic.dilation, ic.net.length, ic.net.flit_time)
     try:
-        ic.serve()
+        _serve(ic, os.environ.get("MCEMU_IC_PROFILE"))
     finally:
         ic.close()
         homemod.remove(home, "interconnect.pid", "net.sock")
     return 0
+
+
+def _serve(ic: Interconnect, profile: str | None) -> None:
+    """The loop; with MCEMU_IC_PROFILE=PATH (in the environment of ``mcemu up``) under cProfile,
+    its statistics written to PATH when it stops (where the interconnect's CPU per message goes:
+    scripts/bench_ic.py measures the same in memory)."""
+    if not profile:
+        return ic.serve()
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(ic.serve)
+    finally:
+        prof.dump_stats(profile)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def endpoint_path(endpoint: str) -> str:
 class Conn:
     """One task's connection (its name in the interconnect: hashable, compared by identity)."""
 
-    __slots__ = ("sock", "fd", "frames", "out", "outn", "closed", "port", "__weakref__")
+    __slots__ = ("sock", "fd", "frames", "out", "outn", "closed", "deaf", "port", "__weakref__")
 
     def __init__(self, sock: socket.socket, port: "Port"):
         self.sock, self.fd, self.port = sock, sock.fileno(), port
@@ -97,13 +97,14 @@ class Conn:
         self.out: list = []  # bytes the socket did not take yet, in order
         self.outn = 0
         self.closed = False
+        self.deaf = False  # writes failed (the task went): frames to it are dropped, its own still read
 
     def fileno(self) -> int:
         return self.fd
 
     def write(self, frames) -> None:
         """``frames`` to the task, never blocking (module docstring)."""
-        if self.closed:
+        if self.deaf:
             return
         data = encode(frames)
         if self.out:
@@ -117,8 +118,8 @@ class Conn:
             n = self.sock.send(data)
         except BlockingIOError:
             n = 0
-        except OSError:
-            return self.close()
+        except OSError as e:
+            return self._deafen(e)
         if n < len(data):
             self.out.append(data[n:])
             self.outn = len(data) - n
@@ -130,13 +131,24 @@ class Conn:
             n = self.sock.send(data)
         except BlockingIOError:
             n = 0
-        except OSError:
-            return self.close()
+        except OSError as e:
+            return self._deafen(e)
         if n == len(data):
             self.out, self.outn = [], 0
             self.port.kernel.remove_writer(self.fd)
         else:
             self.out, self.outn = [data[n:]], len(data) - n
+
+    def _deafen(self, err: OSError) -> None:
+        """A write failed: the task is gone (a task that exits with frames unread makes the next
+        write fail, ECONNRESET or EPIPE). What it wrote before it went is still to be read, in
+        order, up to its end of file, which closes the connection: its last send (a gather's
+        message to the root, written just before the rank exited) was lost when a notice to
+        it, written in the same turn, closed the connection at once."""
+        log.info("a task's connection takes no more frames (%s): what it wrote is still read", err)
+        self.deaf = True
+        self.out, self.outn = [], 0
+        self.port.kernel.remove_writer(self.fd)
 
     def readable(self) -> None:
         """What the task wrote, each frame handed to the port's ``on_frame`` in order."""
@@ -158,7 +170,7 @@ class Conn:
     def close(self) -> None:
         if self.closed:
             return
-        self.closed = True
+        self.closed = self.deaf = True
         k = self.port.kernel
         k.remove_reader(self.fd)
         k.remove_writer(self.fd)

@@ -103,6 +103,10 @@ class VirtualTime:
         # every rank by bound, lazily: (bound, counter, version, rank); an entry whose version is
         # not its rank's is stale. A turn looks at the smallest bounds, not at every rank.
         self.heap: list = []
+        # the same entries of the WAITING ranks with a known wake-up (a finite bound): the only
+        # ones a turn can answer. With 64 ranks of a ping-pong in step, every bound lay within
+        # the shortest latency of the smallest, and a turn popped and pushed back all 64 of them
+        self.waiting: list = []
         self._hseq = 0
         self._seq = 0
         # barriers entered and not complete: key (a job, or a group's name) -> ({VRank: (entry, frame)},
@@ -124,10 +128,16 @@ class VirtualTime:
         """``r``'s bound changed: its current entry in the heap."""
         r.ver += 1
         self._hseq += 1
-        heappush(self.heap, (r.bound(), self._hseq, r.ver, r))
+        e = (r.bound(), self._hseq, r.ver, r)
+        heappush(self.heap, e)
+        if r.state == WAITING and e[0] != INF:
+            heappush(self.waiting, e)
         if len(self.heap) > 8 * len(self.ranks) + 64:  # mostly stale entries: start again
-            self.heap = [e for e in self.heap if e[2] == e[3].ver]
-            heapify(self.heap)
+            # in place: _answer holds the lists while it answers (and touches) ranks, and puts
+            # back into :attr:`waiting` the entries it could not answer
+            for h in (self.heap, self.waiting):
+                h[:] = [e for e in h if e[2] == e[3].ver]
+                heapify(h)
 
     def _top(self):
         heap = self.heap
@@ -289,46 +299,46 @@ class VirtualTime:
                         self._touch(r)
 
     def _answer(self) -> list:
-        """Answer the waiting ranks that can be: only ranks whose bound is within the shortest
-        latency of the smallest one can (module docstring), so a turn looks at that window of
-        the heap and not at every rank."""
+        """Answer the waiting ranks that can be: only waiting ranks whose bound is within the
+        shortest latency of the smallest one can (module docstring), so a turn looks at that
+        window of :attr:`waiting` (those not answered go back) and not at every rank."""
         top = self._top()
         self.stuck = 0.0
         if top is None:
             return []
-        heap, first, minlat = self.heap, top[0], self.minlat
-        window = []
-        while heap:
-            e = heappop(heap)
-            if e[2] != e[3].ver:
-                continue
-            if e[0] >= first + minlat and window:
-                heappush(heap, e)
-                break
-            window.append(e)
-        nxt = self._top()
-        second = window[1][0] if len(window) > 1 else (INF if nxt is None else nxt[0])
-        for e in window:
-            heappush(heap, e)
-        if window[0][3].state == COMPUTING:
+        heap, first, lead = self.heap, top[0], top[3]
+        second = INF  # the next bound after the top rank's own: what its answer must not pass
+        if lead.state == WAITING:
+            heappop(heap)
+            nxt = self._top()
+            second = INF if nxt is None else nxt[0]
+            heappush(heap, top)
+        elif lead.state == COMPUTING:
             self.stuck = INF  # whoever waits may wait for its clock: read it (refresh)
+        waiting, end = self.waiting, first + self.minlat
+        window = []
+        while waiting and waiting[0][0] < end:
+            e = heappop(waiting)
+            if e[2] == e[3].ver:
+                window.append(e)
         nt = self.net.next_time()
         model = INF if nt is None else nt
         barrier = self._barrier_bounds() if self.barriers else {}
         out = []
-        for b, _, _, r in window:
+        for e in window:
+            r = e[3]
             if r.state != WAITING:
                 continue
             a = r.until
             if r.events and r.events[0][0] < a:
                 a = r.events[0][0]
-            if a == INF:
-                continue
             # a delivery not known yet comes at least a flit after the model's next event (a header
             # crosses a channel first: the interconnect refuses a virtual-time send to itself)
-            if a >= model + 1 or a >= (second if r is window[0][3] else first) + minlat or \
+            if a == INF or a >= model + 1 or a >= (second if r is lead else first) + self.minlat or \
                     (r in barrier and a >= barrier[r]):
-                self.stuck = max(self.stuck, a)
+                if a != INF:
+                    self.stuck = max(self.stuck, a)
+                heappush(waiting, e)  # not now: still a candidate of a later turn
                 continue
             frames = []
             while r.events and r.events[0][0] <= a:
