@@ -114,25 +114,27 @@ class Conn:
                 log.warning("a task's connection holds %d unread bytes: dropped", self.outn)
                 self.close()
             return
-        try:
-            n = self.sock.send(data)
-        except BlockingIOError:
-            n = 0
-        except OSError as e:
-            return self._deafen(e)
+        if (n := self._send(data)) is None:
+            return
         if n < len(data):
             self.out.append(data[n:])
             self.outn = len(data) - n
             self.port.kernel.add_writer(self.fd, self.writable)
 
+    def _send(self, data: bytes) -> int | None:
+        """Bytes the socket took (0 when full); None when the connection went deaf."""
+        try:
+            return self.sock.send(data)
+        except BlockingIOError:
+            return 0
+        except OSError as e:
+            self._deafen(e)
+            return None
+
     def writable(self) -> None:
         data = self.out[0] if len(self.out) == 1 else b"".join(self.out)
-        try:
-            n = self.sock.send(data)
-        except BlockingIOError:
-            n = 0
-        except OSError as e:
-            return self._deafen(e)
+        if (n := self._send(data)) is None:
+            return
         if n == len(data):
             self.out, self.outn = [], 0
             self.port.kernel.remove_writer(self.fd)
