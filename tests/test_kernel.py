@@ -178,6 +178,9 @@ def test_many_descriptors_are_one_poll_item_and_each_is_still_served_level_trigg
         for fd in fds:
             k.remove_reader(fd)
         assert k._items == [] and not k._epmask
+        epfd = k._epoll.fileno()
+        k.close()  # the epoll is the kernel's: closed with it
+        assert k._epoll is None and not os.path.exists(f"/proc/self/fd/{epfd}")
     finally:
         for a, b in pairs:
             a.close()

@@ -306,7 +306,8 @@ class Kernel:
 
     def close(self) -> None:
         """Give the signals back the handlers they had before ``on_signal`` and close the
-        wake-up pipe."""
+        wake-up pipe and the epoll (a process that makes kernels one after another, a test's,
+        keeps no descriptor of theirs)."""
         for signum in self._signals:
             saved = self._saved.pop(signum, None)
             signal.signal(signum, saved if saved is not None else signal.SIG_DFL)
@@ -317,6 +318,10 @@ class Kernel:
             os.close(self._wake_r)
             os.close(self._wake_w)
             self._wake_r = None
+        if self._epoll is not None:
+            self._epoll.close()
+            self._epoll, self._epmask = None, {}
+            self._items = [(obj, _POLLIN) for obj in self._readers if type(obj) is not int]
 
     # ------------------------------------------------------------------ the one wait
 
