@@ -22,12 +22,10 @@ be woken, ``min(until, its first known event)``; infinity when done or waiting f
   model's next event (its header crosses a channel first; no rank sends to itself). Answering a
   rank never lowers a bound (it resumes at ``a``, which was its bound), so every rank answerable
   in a pass is answered in that pass.
-* a rank whose blocking wait names the envelopes that can end it (``match``: an MPI receive's
-  context, source and tag, ANY_SOURCE and ANY_TAG as None) and whose answer holds none of them
-  is not woken: it would only queue the messages and wait again, at ``a``, for the same thing
-  (a blocking receive sends nothing before its message comes), so it stays WAITING at ``a``
-  and the frames go with its next answer. The times are those of the round trip it saves;
-  a notice, a barrier's end or a wait without ``match`` wakes it as before.
+* a blocking wait that names the envelopes that can end it (``match``: MPI receives' (context,
+  source, tag), None for ANY) is not woken by an answer that holds none of them: the rank would
+  queue them and wait again at ``a`` for the same (a blocking receive sends nothing first), so
+  it stays WAITING at ``a``, the frames kept for its next answer: the same times, no round trip.
 * a rank's bound is always in its own representation: it holds seconds, and a delivery's time
   in seconds, back in flit times, may lie an ulp below the model's; with the model's time, the
   model could take an event of the very instant the rank then sends at.
@@ -75,9 +73,8 @@ class VRank:
         self.until_s = None  # ``until`` as the rank said it, in seconds: an answer then is that very number
         self.what = ""
         self.match = None  # a blocking wait's envelopes that end it (None: any event ends it)
-        self.held: list = []  # frames handed over without waking it: they go with its answer
-        # (due, seq, frame, resume at, envelope): deliveries and notices for it, certain, not handed
-        # over; the envelope (context, source, tag) of a program's message, None otherwise
+        self.held: list = []  # frames of its answers that did not wake it: they go with the next
+        # (due, seq, frame, resume at, envelope or None): its deliveries and notices, not handed over
         self.events: list = []
         self.sent = 0  # its messages still in the model
         self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
@@ -110,7 +107,7 @@ class VirtualTime:
         self.ranks: dict = {}
         self.released = 0.0  # the latest answer: a job that starts now starts here
         self.stuck = 0.0  # step's: the latest time a waiting rank could not be answered at
-        self.kept = False  # a pass of step's handed a waiting rank frames and did not wake it
+        self.kept = False  # a pass of step's answered a rank without waking it
         # every rank by bound, lazily: (bound, counter, version, rank); an entry whose version is
         # not its rank's is stale. A turn looks at the smallest bounds, not at every rank.
         self.heap: list = []
@@ -234,9 +231,7 @@ class VirtualTime:
             self._touch(r)
 
     def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str, match=None) -> None:
-        """``r`` waits at its clock ``vt_s`` until ``until_s`` (None: its next event; then
-        ``match``, the envelopes that can end the wait, lets the others be handed over without
-        waking it: :meth:`_answer`)."""
+        """``match``: the envelopes that can end a wait for the next event (module docstring)."""
         self.report(r, vt_s, WAITING)
         r.match = match if until_s is None else None
         r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
@@ -362,9 +357,9 @@ class VirtualTime:
                 ev = heappop(r.events)
                 frames.append(ev[2])
                 wakes = wakes or _ends(ev[4], r.match)
-            if not wakes:  # it would queue them and wait again at ``a``: it still waits (module docstring)
-                self._resume(r, a)  # its bound: its next event
-                self.kept = True  # its bound grew: the model may run further
+            if not wakes:  # it would queue them and wait again at ``a`` (module docstring)
+                self._resume(r, a)
+                self.kept = True  # its bound grew to its next event: the model may run further
                 continue
             r.held = []
             r.state = COMPUTING
@@ -373,9 +368,8 @@ class VirtualTime:
         return out
 
     def _resume(self, r: VRank, a: float) -> None:
-        """``r`` answered at ``a``: its clock then, as it will say it: its seconds, back in flit
-        times (the model's ``a`` may be an ulp off that; a bound an ulp above the rank's next send
-        let the model take an event of that very instant first, and the replay did not)."""
+        # its clock as it will say it: its seconds back in flit times (the model's ``a`` may be an
+        # ulp off; a bound an ulp above its next send let the model take that instant's event first)
         t = self.flits(self.answer_s(r, a))
         if t > r.vt:
             r.vt = t
@@ -399,15 +393,8 @@ class VirtualTime:
 
 
 def _ends(env, match) -> bool:
-    """Whether an event with envelope ``env`` (context, source, tag; None: not a program's
-    message) can end a wait for ``match``: any that names no envelope does, to be safe."""
-    if env is None:
-        return True
-    ctx, src, tag = env
-    for c, s, t in match:
-        if c == ctx and (s is None or s == src) and (t is None or t == tag):
-            return True
-    return False
+    """Whether an event of envelope ``env`` can end a wait for ``match`` (one without: it does)."""
+    return env is None or any(c == env[0] and s in (None, env[1]) and t in (None, env[2]) for c, s, t in match)
 
 
 __all__ = ["COMPUTING", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]
