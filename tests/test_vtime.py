@@ -254,3 +254,30 @@ def test_a_rank_holding_messages_it_does_not_wait_for_is_deadlocked_with_the_oth
     got, dead = w.answers()
     assert got == {} and w.r[1].held == [("a", 11.0)]
     assert dead == [(w.job, [w.r[0], w.r[1]])]
+
+
+def test_a_receive_names_its_envelope_in_world_ranks_and_a_waitany_names_all_of_them():
+    from nodes.mpi.constants import ANY_SOURCE, ANY_TAG
+    from nodes.mpi.matching import MAX_MATCH, Matcher, awaiting_any
+
+    m = Matcher(6, (3, 5, 7), "split")  # a communicator of world ranks 3, 5, 7
+    one = m.describe("recv", 1, 4)
+    assert one == "recv(source=rank 5, tag=4) on split" and one.match == ((6, 5, 4),)
+    anyone = m.describe("probe", ANY_SOURCE, ANY_TAG)
+    assert anyone.match == ((6, None, None),)
+    both = awaiting_any([one, anyone])
+    assert both == f"{one} or {anyone}" and both.match == ((6, 5, 4), (6, None, None))
+    assert not hasattr(awaiting_any([one, "text"]), "match")  # a part that names none: today's wait
+    assert not hasattr(awaiting_any([one] * (MAX_MATCH + 1)), "match")
+
+
+def test_the_wait_frame_carries_its_envelopes_and_bad_ones_are_refused():
+    import pytest
+
+    from emulator.live import protocol as P
+
+    ok = P.decode(P.encode_unchecked("net_wait", vt=1.0, what="recv", match=[[0, 2, None], [1, None, -5]]))
+    assert ok["match"] == ((0, 2, None), (1, None, -5))
+    for bad in ([], [[0, 1]], [[-1, 0, 0]], [["a", 0, 0]], [[0, 0, 0]] * 65, "x"):
+        with pytest.raises(P.ProtocolError):
+            P.decode(P.encode_unchecked("net_wait", vt=1.0, match=bad))
