@@ -138,8 +138,7 @@ class LiveTransport:
         # a blocking wait names the envelopes that end it (nodes.mpi.matching.Awaited): the
         # interconnect then hands over the others without a round trip (emulator.live.vtime)
         match = getattr(what, "match", None) if block else None
-        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what,
-                                match and [list(e) for e in match])
+        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what, match)
         got, msgs = [], []
         for m in frames:
             if m["type"] == "net_msg":
