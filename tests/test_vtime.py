@@ -27,13 +27,14 @@ class World:
         self.vt = VirtualTime(NetworkDriver(self.net, Clock.virtual(PER_S)), self.route, 1.0,
                               cpu=lambda pid: self.cpu.get(pid))
         self.job = object()
+        self.envs = {}  # label -> its message's envelope (context, source, tag); None: none
         self.vt.start([(self.job, r) for r in range(n)], self.job, list(pids[:n]))
         self.r = [self.vt.ranks[(self.job, i)] for i in range(n)]
 
     def route(self, d):
         src, dst, label = d.tag
         self.r[src].sent -= 1
-        return [(self.r[dst], (label, d.delivered))]
+        return [(self.r[dst], (label, d.delivered), self.envs.get(label))]
 
     def send(self, src, dst, at_flits, flits, label="m"):
         r = self.r[src]
@@ -192,3 +193,91 @@ def test_a_rank_not_answered_in_a_pass_stays_answerable_when_the_heaps_are_compa
     w.vt.report(w.r[2], s(2))  # neither can enter before 2: rank 1's 0.9 comes first
     got, _ = w.answers()
     assert got == {1: (0.9, [])}
+
+
+def _two_to_rank_2(match):
+    """Rank 0 sends "a" (context 0, tag 5) to rank 2 at 0, rank 1 sends "b" (context 0, tag 5)
+    at 50; rank 2 waits for ``match``, the others for nothing they will get."""
+    w = World(3)
+    w.envs = {"a": (0, 0, 5), "b": (0, 1, 5)}
+    w.vt.wait(w.r[2], 0.0, None, "recv(source=rank 1, tag=5)", match)
+    w.send(0, 2, 0, 11, "a")
+    w.send(1, 2, 50, 11, "b")
+    w.vt.wait(w.r[0], 0.0, None, "recv")
+    w.vt.wait(w.r[1], s(50), None, "recv")
+    return w
+
+
+def test_a_message_its_wait_does_not_match_is_handed_over_without_waking_the_rank():
+    """A blocking receive from rank 1 is not woken by rank 0's message (it would queue it and
+    wait again at the same clock): one answer, at the matching message's time, with both in
+    order, and the clock of the two answers a rank without ``match`` gets."""
+    w = _two_to_rank_2(((0, 1, 5),))
+    got, dead = w.answers()
+    a, b = ("a", 12.0), ("b", w.vt.flits(s(50)) + 11)  # 2 hops + 11 - 1; 1 hop + 11 - 1 after 50
+    assert got == {2: (round(b[1], 6), [a, b])} and not dead
+    assert w.r[2].state == COMPUTING and w.r[2].vt == b[1] and not w.r[2].held
+    old = _two_to_rank_2(None)  # today's round trip: answered at each, waits again at the first
+    assert old.answers()[0] == {2: (12.0, [a])}
+    old.vt.wait(old.r[2], s(12.0), None, "recv(source=rank 1, tag=5)")
+    assert old.answers()[0] == {2: (round(b[1], 6), [b])} and old.r[2].vt == w.r[2].vt
+
+
+def test_a_matching_envelope_or_a_wildcard_wakes_the_rank_at_once():
+    for match in (((0, 0, 5),), ((0, None, 5),), ((0, 0, None),), ((3, 1, 1), (0, None, None))):
+        w = _two_to_rank_2(match)
+        assert w.answers()[0] == {2: (12.0, [("a", 12.0)])}, match
+    w = _two_to_rank_2(((1, 0, 5),))  # another context (a collective's): neither is it
+    b = w.vt.flits(s(50)) + 11
+    assert w.answers()[0] == {} and w.r[2].held == [("a", 12.0), ("b", b)] and w.r[2].state == WAITING
+
+
+def test_what_has_no_envelope_and_a_wait_with_a_timeout_wake_as_before():
+    w = _two_to_rank_2(((0, 1, 5),))
+    w.envs = {}  # a notice, a pattern task's message: no envelope
+    assert w.answers()[0] == {2: (12.0, [("a", 12.0)])}
+    w = World(3)
+    w.envs = {"a": (0, 0, 5)}
+    w.vt.wait(w.r[2], 0.0, s(1000), "iprobe", ((0, 1, 5),))  # a timeout: it returns at any answer
+    w.send(0, 2, 0, 11, "a")
+    w.vt.wait(w.r[0], 0.0, None, "recv")
+    w.vt.wait(w.r[1], 0.0, None, "recv")
+    assert w.answers()[0] == {2: (12.0, [("a", 12.0)])}
+
+
+def test_a_rank_holding_messages_it_does_not_wait_for_is_deadlocked_with_the_others():
+    w = World(2)
+    w.envs = {"a": (0, 0, 5)}
+    w.vt.wait(w.r[1], 0.0, None, "recv(source=rank 0, tag=6)", ((0, 0, 6),))
+    w.send(0, 1, 0, 11, "a")
+    w.vt.wait(w.r[0], 0.0, None, "recv(source=rank 1)", ((0, 1, None),))
+    got, dead = w.answers()
+    assert got == {} and w.r[1].held == [("a", 11.0)]
+    assert dead == [(w.job, [w.r[0], w.r[1]])]
+
+
+def test_a_receive_names_its_envelope_in_world_ranks_and_a_waitany_names_all_of_them():
+    from nodes.mpi.constants import ANY_SOURCE, ANY_TAG
+    from nodes.mpi.matching import MAX_MATCH, Matcher, awaiting_any
+
+    m = Matcher(6, (3, 5, 7), "split")  # a communicator of world ranks 3, 5, 7
+    one = m.describe("recv", 1, 4)
+    assert one == "recv(source=rank 5, tag=4) on split" and one.match == ((6, 5, 4),)
+    anyone = m.describe("probe", ANY_SOURCE, ANY_TAG)
+    assert anyone.match == ((6, None, None),)
+    both = awaiting_any([one, anyone])
+    assert both == f"{one} or {anyone}" and both.match == ((6, 5, 4), (6, None, None))
+    assert not hasattr(awaiting_any([one, "text"]), "match")  # a part that names none: today's wait
+    assert not hasattr(awaiting_any([one] * (MAX_MATCH + 1)), "match")
+
+
+def test_the_wait_frame_carries_its_envelopes_and_bad_ones_are_refused():
+    import pytest
+
+    from emulator.live import protocol as P
+
+    ok = P.decode(P.encode_unchecked("net_wait", vt=1.0, what="recv", match=[[0, 2, None], [1, None, -5]]))
+    assert ok["match"] == ((0, 2, None), (1, None, -5))
+    for bad in ([], [[0, 1]], [[-1, 0, 0]], [["a", 0, 0]], [[0, 0, 0]] * 65, "x"):
+        with pytest.raises(P.ProtocolError):
+            P.decode(P.encode_unchecked("net_wait", vt=1.0, match=bad))

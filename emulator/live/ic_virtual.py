@@ -8,8 +8,9 @@ The decisions are emulator.live.vtime's; this is their glue to the task connecti
 * ``net_send`` carries the rank's clock (``vt``) and the user bytes
   (``nbytes``): the message is a header plus ceil(nbytes / flit_bytes) flits, sent into the
   model at ``vt``; ``notice``: the sender wants its delivery notice as an event (pattern jobs);
-* ``net_wait`` {vt, until, what} is answered by the frames due up to the answer and then
-  ``net_go`` {vt}; ``net_bye`` ends a rank;
+* ``net_wait`` {vt, until, what, match} is answered by the frames due up to the answer and then
+  ``net_go`` {vt} (``match``: the envelopes that end a blocking wait, read from each message's
+  header, nodes.mpi.matching; emulator.live.vtime); ``net_bye`` ends a rank;
 * ``--cpu-clock gauged``: the interconnect calibrates the host-speed gauge at its start and the
   welcome carries the reference (``cpu_gauge``); a rank's published clock carries its factor;
 * after every turn the model runs as far as is safe (VirtualTime.step); while a waiting rank
@@ -26,6 +27,7 @@ import math
 from emulator.live import protocol as P
 from emulator.live.vclock import ClockReader
 from emulator.live.vtime import VirtualTime
+from nodes.mpi.matching import ENVELOPE, HEAD
 from scheduler.network.driver import Clock, NetworkDriver, send_order
 
 log = logging.getLogger("mcemu.interconnect")
@@ -155,7 +157,7 @@ class VirtualMode:
         r = self.rank(j, rank)
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello")
-        self.vt.wait(r, m["vt"], m.get("until"), m.get("what") or "")
+        self.vt.wait(r, m["vt"], m.get("until"), m.get("what") or "", m.get("match"))
 
     def bye(self, j, rank, m) -> None:
         r = self.rank(j, rank)
@@ -172,8 +174,8 @@ class VirtualMode:
     # ------------------------------------------------------------------ the model
 
     def _route(self, d) -> list:
-        """Whom delivery ``d`` concerns: [(VRank, frame)] (the receiver's message, the sender's
-        notice when asked for)."""
+        """Whom delivery ``d`` concerns: [(VRank, frame, envelope)] (the receiver's message, the
+        sender's notice when asked for; the envelope of an MPI message: emulator.live.vtime)."""
         ic = self.ic
         j, rank, to, sender, rid, data, measured, notice, nbytes, length = ic.msgs.pop(d.tag)
         ic.unhold(j, rank, data)
@@ -187,9 +189,9 @@ class VirtualMode:
         j.stats.bytes += nbytes
         j.dirty = True
         due = self.vt.seconds(d.delivered)
-        out = [(dst, P.encode_unchecked("net_msg", source=rank, data=data, due=due))]
+        out = [(dst, P.encode_unchecked("net_msg", source=rank, data=data, due=due), _envelope(rank, data))]
         if notice and src is not None:
-            out.append((src, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due)))
+            out.append((src, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due), None))
         return out
 
     def pump(self) -> None:
@@ -226,6 +228,15 @@ class VirtualMode:
             if ident is not None:
                 ic._error(ident, "deadlock", why)
         ic.report(j, fail=why[:1000])
+
+
+def _envelope(source: int, data: bytes):
+    """(context, source, tag) of an MPI message (its header: nodes.mpi.matching.ENVELOPE); a
+    pattern task's bytes parse too, but only a rank whose wait names envelopes compares them."""
+    if len(data) < HEAD:
+        return None
+    ctx, tag, _ = ENVELOPE.unpack_from(data)
+    return ctx, source, tag
 
 
 __all__ = ["DEADLOCK_CHECK", "REFRESH", "VirtualMode"]

@@ -100,6 +100,19 @@ def _list(item, maxlen=MAX_LIST):
     return check
 
 
+def _envelopes(v):
+    """A wait's ``match``: [[context, source or null, tag or null], ...] (null: any)."""
+    if not isinstance(v, (list, tuple)) or not 0 < len(v) <= 64:
+        raise ValueError("must be a list of 1 to 64 [context, source, tag] envelopes")
+    out = []
+    for e in v:
+        if not isinstance(e, (list, tuple)) or len(e) != 3:
+            raise ValueError("an envelope must be [context, source, tag]")
+        out.append((_int(0, (1 << 32) - 1)(e[0]), None if e[1] is None else _int(0, MAX_NODE)(e[1]),
+                    None if e[2] is None else _int(-(1 << 31), (1 << 31) - 1)(e[2])))
+    return tuple(out)
+
+
 def _record(fields: dict, optional: dict | None = None):
     """A nested map with exactly the given fields (all required), and any of ``optional``."""
     optional = optional or {}
@@ -224,7 +237,7 @@ SCHEMAS: dict[str, dict] = {
     "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O),
                  "nbytes": (_int(0, 1 << 30), O), "vt": (_num(0, 1e12), O), "notice": (_bool, O)},
     "net_wait": {"vt": (_num(0, 1e12), R), "until": (_opt(_num(0, 1e12)), O),
-                 "what": (_str(512), O)},
+                 "what": (_str(512), O), "match": (_envelopes, O)},
     "net_bye": {"vt": (_num(0, 1e12), R)},
     "net_go": {"vt": (_num(), R)},
     "net_links": {"id": (REQ_ID, R)},

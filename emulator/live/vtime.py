@@ -22,6 +22,10 @@ be woken, ``min(until, its first known event)``; infinity when done or waiting f
   model's next event (its header crosses a channel first; no rank sends to itself). Answering a
   rank never lowers a bound (it resumes at ``a``, which was its bound), so every rank answerable
   in a pass is answered in that pass.
+* a blocking wait that names the envelopes that can end it (``match``: MPI receives' (context,
+  source, tag), None for ANY) is not woken by an answer that holds none of them: the rank would
+  queue them and wait again at ``a`` for the same (a blocking receive sends nothing first), so
+  it stays WAITING at ``a``, the frames kept for its next answer: the same times, no round trip.
 * a rank's bound is always in its own representation: it holds seconds, and a delivery's time
   in seconds, back in flit times, may lie an ulp below the model's; with the model's time, the
   model could take an event of the very instant the rank then sends at.
@@ -59,7 +63,7 @@ class VRank:
     """One rank's clock as the interconnect knows it (times in flit times)."""
 
     __slots__ = ("key", "job", "rank", "state", "vt", "pid", "until", "until_s", "what", "events", "sent",
-                 "shared", "nsent", "ver", "frames")
+                 "shared", "nsent", "ver", "frames", "match", "held")
 
     def __init__(self, key, job, rank: int, pid: int | None):
         self.key, self.job, self.rank, self.pid = key, job, rank, pid
@@ -68,7 +72,10 @@ class VRank:
         self.until = INF
         self.until_s = None  # ``until`` as the rank said it, in seconds: an answer then is that very number
         self.what = ""
-        self.events: list = []  # (due, seq, frame): deliveries and notices for it, certain, not handed over
+        self.match = None  # a blocking wait's envelopes that end it (None: any event ends it)
+        self.held: list = []  # frames of its answers that did not wake it: they go with the next
+        # (due, seq, frame, resume at, envelope or None): its deliveries and notices, not handed over
+        self.events: list = []
         self.sent = 0  # its messages still in the model
         self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
         self.shared = None  # the clock it publishes (emulator.live.vclock.ClockReader), if any
@@ -100,6 +107,7 @@ class VirtualTime:
         self.ranks: dict = {}
         self.released = 0.0  # the latest answer: a job that starts now starts here
         self.stuck = 0.0  # step's: the latest time a waiting rank could not be answered at
+        self.kept = False  # a pass of step's answered a rank without waking it
         # every rank by bound, lazily: (bound, counter, version, rank); an entry whose version is
         # not its rank's is stale. A turn looks at the smallest bounds, not at every rank.
         self.heap: list = []
@@ -177,7 +185,7 @@ class VirtualTime:
         at = max((t for t, _ in entered.values()), default=0.0)
         for m, (_, frame) in entered.items():
             self._seq += 1
-            heappush(m.events, (at, self._seq, frame, self._resume_at(at)))
+            heappush(m.events, (at, self._seq, frame, self._resume_at(at), None))
             if m.state == WAITING:
                 self._touch(m)
 
@@ -222,8 +230,10 @@ class VirtualTime:
         if state != WAITING:
             self._touch(r)
 
-    def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str) -> None:
+    def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str, match=None) -> None:
+        """``match``: the envelopes that can end a wait for the next event (module docstring)."""
         self.report(r, vt_s, WAITING)
+        r.match = match if until_s is None else None
         r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
         r.until_s = until_s if until_s is not None and r.until == self.flits(until_s) else None
         r.what = what
@@ -271,8 +281,9 @@ class VirtualTime:
         answers: list = []
         while True:
             self._advance()
+            self.kept = False
             got = self._answer()
-            if not got:
+            if not got and not self.kept:
                 break
             answers.extend(got)
         return answers
@@ -292,9 +303,9 @@ class VirtualTime:
             if not got:
                 return
             for d in got:
-                for r, frame in self.route(d):
+                for r, frame, env in self.route(d):
                     self._seq += 1
-                    heappush(r.events, (d.delivered, self._seq, frame, self._resume_at(d.delivered)))
+                    heappush(r.events, (d.delivered, self._seq, frame, self._resume_at(d.delivered), env))
                     if r.state == WAITING:
                         self._touch(r)
 
@@ -340,21 +351,31 @@ class VirtualTime:
                     self.stuck = max(self.stuck, a)
                 heappush(waiting, e)  # not now: still a candidate of a later turn
                 continue
-            frames = []
+            frames = r.held
+            wakes = r.match is None
             while r.events and r.events[0][0] <= a:
-                frames.append(heappop(r.events)[2])
+                ev = heappop(r.events)
+                frames.append(ev[2])
+                wakes = wakes or _ends(ev[4], r.match)
+            if not wakes:  # it would queue them and wait again at ``a`` (module docstring)
+                self._resume(r, a)
+                self.kept = True  # its bound grew to its next event: the model may run further
+                continue
+            r.held = []
             r.state = COMPUTING
-            # the rank's clock after the answer, as it will say it: its seconds, back in flit times
-            # (the model's ``a`` may be an ulp off that; a bound an ulp above the rank's next send
-            # let the model take an event of that very instant first, and the replay did not)
-            t = self.flits(self.answer_s(r, a))
-            if t > r.vt:
-                r.vt = t
-            if a > self.released:
-                self.released = a
-            self._touch(r)
+            self._resume(r, a)
             out.append((r, a, frames))  # the rank's clock becomes max(its own, a): it takes the max
         return out
+
+    def _resume(self, r: VRank, a: float) -> None:
+        # its clock as it will say it: its seconds back in flit times (the model's ``a`` may be an
+        # ulp off; a bound an ulp above its next send let the model take that instant's event first)
+        t = self.flits(self.answer_s(r, a))
+        if t > r.vt:
+            r.vt = t
+        if a > self.released:
+            self.released = a
+        self._touch(r)
 
     def deadlocked(self) -> list:
         """[(job, its waiting ranks)] for the jobs that can never go on (module docstring)."""
@@ -369,6 +390,11 @@ class VirtualTime:
                                                                   for r in live):
                 out.append((job, sorted(live, key=lambda r: r.rank)))
         return out
+
+
+def _ends(env, match) -> bool:
+    """Whether an event of envelope ``env`` can end a wait for ``match`` (one without: it does)."""
+    return env is None or any(c == env[0] and s in (None, env[1]) and t in (None, env[2]) for c, s, t in match)
 
 
 __all__ = ["COMPUTING", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]

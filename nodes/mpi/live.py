@@ -135,7 +135,10 @@ class LiveTransport:
             return self._wait_dilated(block)
         outer = self.pause()
         self.frames += 1
-        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what)
+        # a blocking wait names the envelopes that end it (nodes.mpi.matching.Awaited): the
+        # interconnect then hands over the others without a round trip (emulator.live.vtime)
+        match = getattr(what, "match", None) if block else None
+        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what, match)
         got, msgs = [], []
         for m in frames:
             if m["type"] == "net_msg":

@@ -30,6 +30,36 @@ HEAD = ENVELOPE.size
 OBJ, BUF = 0, 1
 
 
+class Awaited(str):
+    """A blocking wait's description (the text a deadlock report shows) that also says which
+    envelopes can end the wait: ``match``, ((context, world source or None, tag or None), ...),
+    None for any. In virtual time the interconnect hands such a waiting rank the messages that
+    match none of them without waking it (emulator.live.vtime): it would only queue them and
+    wait again at the same clock."""
+
+    match: tuple | None = None
+
+    def __new__(cls, text: str, match: tuple | None):
+        self = super().__new__(cls, text)
+        self.match = match
+        return self
+
+
+MAX_MATCH = 64  # envelopes a wait names at most: a longer Waitany waits as a wait that names none
+
+
+def awaiting_any(whats: list) -> str:
+    """The wait for any of ``whats`` (Awaited each, or text): ends at any of their envelopes."""
+    text = " or ".join(whats)
+    match = []
+    for w in whats:
+        m = getattr(w, "match", None)
+        if m is None:
+            return text
+        match.extend(m)
+    return Awaited(text, tuple(match)) if len(match) <= MAX_MATCH else text
+
+
 class Matcher:
     """One context's queues; ``group``: its communicator's world ranks (index: local rank)."""
 
@@ -73,10 +103,11 @@ class Matcher:
             text = self.said[key] = self._describe(op, source, tag)
         return text
 
-    def _describe(self, op: str, source: int, tag: int) -> str:
+    def _describe(self, op: str, source: int, tag: int) -> Awaited:
         src = "ANY_SOURCE" if source == ANY_SOURCE else f"rank {self.group[source]}"
         what = f"{op}(source={src}, tag={'ANY_TAG' if tag == ANY_TAG else tag})"
-        return what if self.name == "COMM_WORLD" else f"{what} on {self.name}"
+        env = (self.ctx, None if source == ANY_SOURCE else self.group[source], None if tag == ANY_TAG else tag)
+        return Awaited(what if self.name == "COMM_WORLD" else f"{what} on {self.name}", (env,))
 
 
 class Engine:

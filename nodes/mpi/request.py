@@ -10,7 +10,7 @@ import pickle
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from nodes.mpi.errors import MPIException, UnsupportedMeta, unsupported
-from nodes.mpi.matching import HEAD, OBJ
+from nodes.mpi.matching import HEAD, OBJ, awaiting_any
 
 _FIELDS = ("_eng", "_m", "_source", "_tag", "_target", "_done", "_active", "_src", "_rtag",
            "_nbytes", "_kind", "_payload", "_error", "_start")
@@ -149,7 +149,7 @@ class Request(metaclass=UnsupportedMeta):
             for i in active:
                 if requests[i]._done:
                     return i, requests[i]._finish(status)
-            eng.progress(True, " or ".join(requests[i]._what() for i in active))
+            eng.progress(True, awaiting_any([requests[i]._what() for i in active]))
 
     @staticmethod
     def Waitsome(requests, statuses=None):
