@@ -281,3 +281,8 @@ def test_the_wait_frame_carries_its_envelopes_and_bad_ones_are_refused():
     for bad in ([], [[0, 1]], [[-1, 0, 0]], [["a", 0, 0]], [[0, 0, 0]] * 65, "x"):
         with pytest.raises(P.ProtocolError):
             P.decode(P.encode_unchecked("net_wait", vt=1.0, match=bad))
+    # what a rank names at most is what the frame may carry: a longer one would be refused
+    from emulator.live.schema import MAX_MATCH as WIRE
+    from nodes.mpi.matching import MAX_MATCH
+    assert MAX_MATCH <= WIRE
+    assert len(P.decode(P.encode_unchecked("net_wait", vt=1.0, match=[[0, 0, 0]] * MAX_MATCH))["match"]) == MAX_MATCH

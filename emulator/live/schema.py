@@ -14,6 +14,7 @@ MAX_STR = 8192
 MAX_LIST = 1 << 16
 MAX_NODE = 1 << 20
 MAX_ID = (1 << 63) - 1
+MAX_MATCH = 64  # envelopes a net_wait names at most (nodes.mpi.matching.MAX_MATCH: a rank keeps to it)
 # rows of one page of ``queue`` (its ``limit``): a page is cheap to build and send in one turn
 # of the daemon's loop, where a listing of 20,000 rows took it half a second (issue 30)
 QUEUE_PAGE = 1000
@@ -102,8 +103,8 @@ def _list(item, maxlen=MAX_LIST):
 
 def _envelopes(v):
     """A wait's ``match``: [[context, source or null, tag or null], ...] (null: any)."""
-    if not isinstance(v, (list, tuple)) or not 0 < len(v) <= 64:
-        raise ValueError("must be a list of 1 to 64 [context, source, tag] envelopes")
+    if not isinstance(v, (list, tuple)) or not 0 < len(v) <= MAX_MATCH:
+        raise ValueError(f"must be a list of 1 to {MAX_MATCH} [context, source, tag] envelopes")
     out = []
     for e in v:
         if not isinstance(e, (list, tuple)) or len(e) != 3:

@@ -45,7 +45,8 @@ class Awaited(str):
         return self
 
 
-MAX_MATCH = 64  # envelopes a wait names at most: a longer Waitany waits as a wait that names none
+MAX_MATCH = 64  # envelopes a wait names at most (the wire's limit, emulator.live.schema.MAX_MATCH): a
+# longer Waitany waits as a wait that names none
 
 
 def awaiting_any(whats: list) -> str:
