@@ -63,3 +63,62 @@ def test_interconnect_killed_under_three_pattern_jobs(cluster):
     res = cluster.down()
     assert new.pid in res["stopped"]
     assert not psutil.pid_exists(new.pid) or new.status() == psutil.STATUS_ZOMBIE
+
+
+# A rank that notes, before anything else, every process of an earlier attempt still alive (it
+# would run beside it), then its own pid and a child's, and waits in the network, then sleeps.
+RANK = r"""
+import os, subprocess, sys, time
+pids, att = sys.argv[1], int(os.environ["MCEMU_ATTEMPT"])
+try:
+    seen = [line.split() for line in open(pids)]
+except FileNotFoundError:
+    seen = []
+for a, kind, pid in seen:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        continue
+    if int(a) < att and state != "Z":
+        with open(pids + ".overlap", "a") as f:
+            f.write(f"{att} overlaps {a} {kind} {pid}\n")
+child = subprocess.Popen(["sleep", "300"])
+with open(pids, "a") as f:
+    f.write(f"{att} rank {os.getpid()}\n{att} child {child.pid}\n")
+from mpi4py import MPI
+MPI.COMM_WORLD.Barrier()
+time.sleep(300)
+"""
+
+
+def test_a_job_requeued_by_the_interconnect_s_death_never_overlaps_its_predecessor(cluster, tmp_path):
+    """The soak saw it once: the interconnect died, the job was requeued and its next attempt
+    started on one node while a node whose agent had not read its ``kill`` yet still ran the
+    first. Here that agent is stopped across the death; the daemon ends its tasks itself."""
+    from conftest import node_states
+    import os
+    import signal
+    import sys
+
+    cluster.up("--topology", "mesh:2x2", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole")
+    prog, pids = tmp_path / "rank.py", tmp_path / "pids"
+    prog.write_text(RANK)
+    jid = cluster.client.submit({"shape": [2, 1]}, 600, command=f"{sys.executable} {prog} {pids}")
+    j = wait_for(lambda: (j := _jobs(cluster, [jid])[jid])["comm"] is not None and j, 30, "the job communicating")
+    wait_for(lambda: pids.exists() and len(pids.read_text().split("\n")) > 4, 10, "both ranks and their children")
+    first = [int(line.split()[2]) for line in pids.read_text().split("\n") if line.startswith("1 ")]
+    agent = node_states(cluster)[j["nodes"][1]]["pid"]
+    ic = _interconnect(cluster)
+    cluster.record(ic)
+    os.kill(agent, signal.SIGSTOP)  # its node is not down (--hang 30 s): it just has not read a thing
+    try:
+        ic.kill()
+        wait_for(lambda: "2 rank" in pids.read_text(), 20, "the next attempt's rank on the other node")
+    finally:
+        os.kill(agent, signal.SIGCONT)
+    overlap = pids.with_name("pids.overlap")
+    assert not overlap.exists(), overlap.read_text()
+    assert _jobs(cluster, [jid])[jid]["attempt"] == 2
+    assert not [p for p in first if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    cluster.client.cancel(jid)
+    cluster.down()

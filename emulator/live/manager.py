@@ -275,8 +275,12 @@ class ProcessorManager:
                 self._to_node(n, P.encode_unchecked("kill", job=jr.id, attempt=jr.attempt))
 
     def _fault(self, jr: JobRec, node: int, why: str):
-        """A task of a running job was lost (its node went down or restarted)."""
+        """A task of a running job was lost (its node went down or restarted, or the interconnect
+        died under it). Its other tasks on this host end, and are waited for, before the job can
+        be placed again (``from_nodes._end_attempt``): a ``kill`` message is only read when the
+        node's agent gets to it, which under load can be after the next attempt started."""
         t = self.now()
+        self.from_nodes._end_attempt(jr, node)
         self._kill_tasks(jr, skip=node)
         jr.faults += 1
         for n in jr.nodes:

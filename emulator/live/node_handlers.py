@@ -126,10 +126,9 @@ class NodeHandlers:
         for jid in jids:
             jr = m.jobs[jid]
             if jr.state == "running" and nr.id in jr.nodes:
-                self._end_attempt(jr, nr.id)
                 m._fault(jr, nr.id, f"node {nr.id} {why}")
 
-    def _end_attempt(self, jr, skip: int) -> None:
+    def _end_attempt(self, jr, skip: int | None) -> None:
         """The tasks of ``jr``'s attempt on this host's other (watched) nodes end, with all they
         started, and are waited for, before the job can be placed again: its ``kill`` messages
         would only arrive beside the new attempt's ``run``s. Nodes elsewhere get the message."""
