@@ -10,7 +10,7 @@ The decisions are emulator.live.vtime's; this is their glue to the task connecti
   model at ``vt``; ``notice``: the sender wants its delivery notice as an event (pattern jobs);
 * ``net_wait`` {vt, until, what, match} is answered by the frames due up to the answer and then
   ``net_go`` {vt} (``match``: the envelopes that end a blocking wait, read from each message's
-  header, nodes.mpi.matching; emulator.live.vtime); ``net_bye`` ends a rank;
+  header, nodes.mpi.envelope; emulator.live.vtime); ``net_bye`` ends a rank;
 * ``--cpu-clock gauged``: the interconnect calibrates the host-speed gauge at its start and the
   welcome carries the reference (``cpu_gauge``); a rank's published clock carries its factor;
 * after every turn the model runs as far as is safe (VirtualTime.step); while a waiting rank
@@ -27,7 +27,7 @@ import math
 from emulator.live import protocol as P
 from emulator.live.vclock import ClockReader
 from emulator.live.vtime import VirtualTime
-from nodes.mpi.matching import ENVELOPE, HEAD
+from nodes.mpi.envelope import ENVELOPE, HEAD
 from scheduler.network.driver import Clock, NetworkDriver, send_order
 
 log = logging.getLogger("mcemu.interconnect")
@@ -231,7 +231,7 @@ class VirtualMode:
 
 
 def _envelope(source: int, data: bytes):
-    """(context, source, tag) of an MPI message (its header: nodes.mpi.matching.ENVELOPE); a
+    """(context, source, tag) of an MPI message (its header: nodes.mpi.envelope.ENVELOPE); a
     pattern task's bytes parse too, but only a rank whose wait names envelopes compares them."""
     if len(data) < HEAD:
         return None

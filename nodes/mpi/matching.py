@@ -1,8 +1,8 @@
 """Message matching: the envelope, the per-communicator queues, and progress.
 
 One ``Engine`` a process (over the world transport) sends and receives every message of
-every communicator. A message is one transport payload: a 9-byte envelope (context id,
-tag, kind: a pickled object or raw buffer bytes) and the user's bytes; ``nbytes`` given
+every communicator. A message is one transport payload: a 9-byte envelope (nodes.mpi.envelope:
+context id, tag, kind) and the user's bytes; ``nbytes`` given
 to the transport is the user's byte count (MPI.Status.Get_count's bytes).
 
 A communicator owns two contexts, ``ctx`` for point-to-point and ``ctx + 1`` for its
@@ -19,15 +19,12 @@ kept until the communicator is.
 from __future__ import annotations
 
 import atexit
-import struct
 from collections import deque
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG
 from nodes.mpi.errors import ERR_COUNT, MAX_MESSAGE, MPIException, TransportError, from_transport
 
-ENVELOPE = struct.Struct("<IiB")   # context, tag, kind
-HEAD = ENVELOPE.size
-OBJ, BUF = 0, 1
+from nodes.mpi.envelope import BUF, ENVELOPE, HEAD, OBJ  # noqa: F401 (the MPI layer imports them from here)
 
 
 class Awaited(str):
