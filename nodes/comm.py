@@ -221,12 +221,15 @@ class Comm:
 
     # ------------------------------------------------------------------ virtual time
 
-    def vwait(self, vt: float, until: float | None, what: str = "", match=None) -> tuple[list, float]:
+    def vwait(self, vt: float, until: float | None, what: str = "", match=None, need: int = 1) -> tuple[list, float]:
         """Virtual time (emulator.live.ic_virtual): this rank, at clock ``vt``, waits until
-        ``until`` (None: its next event; ``match``: the envelopes that can end it, see
-        emulator.live.vtime). Returns the frames of the answer (net_msg, net_delivered, ok), in
-        order, and the answer's time; an ``error`` raises CommError."""
+        ``until`` (None: its next event; ``match``: the envelopes that can end it, ``need``: how
+        many of their messages, see emulator.live.vtime). Returns the frames of the answer
+        (net_msg, net_delivered, ok), in order, and the answer's time; an ``error`` raises
+        CommError."""
         extra = {"match": match} if match else {}
+        if match and need > 1:
+            extra["need"] = need
         self._out(P.encode_unchecked("net_wait", vt=vt, until=until, what=what[:500], **extra))
         got = []
         while True:

@@ -232,6 +232,69 @@ def test_a_matching_envelope_or_a_wildcard_wakes_the_rank_at_once():
     assert w.answers()[0] == {} and w.r[2].held == [("a", 12.0), ("b", b)] and w.r[2].state == WAITING
 
 
+def test_a_wait_for_several_receives_is_woken_by_the_last_of_their_messages_only():
+    """``need`` 2 (a Waitall of a receive from rank 0 and one from rank 1): rank 0's message
+    does not wake it; rank 1's does, with both, at the clock two answers give."""
+    both = ((0, 0, 5), (0, 1, 5))
+    w = _two_to_rank_2(None)
+    w.vt.wait(w.r[2], 0.0, None, "recv(source=rank 0, tag=5) and recv(source=rank 1, tag=5)", both, 2)
+    got, dead = w.answers()
+    a, b = ("a", 12.0), ("b", w.vt.flits(s(50)) + 11)
+    assert got == {2: (round(b[1], 6), [a, b])} and not dead and not w.r[2].held
+    one = _two_to_rank_2(None)  # need 1 (a Waitany of the same): woken by the first
+    one.vt.wait(one.r[2], 0.0, None, "recv(source=rank 0, tag=5) or recv(source=rank 1, tag=5)", both)
+    assert one.answers()[0] == {2: (12.0, [a])}
+    three = _two_to_rank_2(None)  # a third message that never comes: both held, no answer
+    three.vt.wait(three.r[2], 0.0, None, "three", both + ((0, 0, 6),), 3)
+    assert three.answers()[0] == {} and three.r[2].held == [a, b] and three.r[2].state == WAITING
+    notice = _two_to_rank_2(None)  # a frame without an envelope still wakes it at once
+    notice.envs = {"b": (0, 1, 5)}
+    notice.vt.wait(notice.r[2], 0.0, None, "both", both, 2)
+    assert notice.answers()[0] == {2: (12.0, [a])}
+
+
+def test_a_waitall_and_a_scattered_all_to_all_wait_once_for_all_their_receives():
+    """What a rank names (nodes.mpi): a wait for every pending receive, ``need`` their count,
+    until one is left (then a plain receive's wait); a send request or a done one is not
+    waited for."""
+    from nodes.mpi.matching import MAX_MATCH, Matcher, awaiting_all
+
+    m = Matcher(0, (0, 1, 2, 3), "COMM_WORLD")
+    whats = [m.describe("recv", k, 7) for k in (1, 2, 3)]
+    w = awaiting_all(whats)
+    assert w.match == ((0, 1, 7), (0, 2, 7), (0, 3, 7)) and w.need == 3 and " and " in w
+    assert awaiting_all(whats[:1]) is whats[0] and whats[0].need == 1
+    assert not hasattr(awaiting_all([whats[0], "text"]), "match")
+    assert not hasattr(awaiting_all([whats[0]] * (MAX_MATCH + 1)), "match")
+
+    waits = []
+
+    class Recording:
+        """A transport that hands over one message a blocking wait, in the order it is asked."""
+        rank, size = 0, 4
+
+        def __init__(self):
+            from nodes.mpi.envelope import ENVELOPE
+            self.queue = [(src, ENVELOPE.pack(1, 9, 0) + b"x") for src in (3, 1, 2)]  # T_ALLTOALL = 9
+
+        def send(self, dest, payload, nbytes):
+            pass
+
+        def wait(self, block, what):
+            waits.append((getattr(what, "need", 1), getattr(what, "match", None)))
+            return [self.queue.pop(0)] if block and self.queue else []
+
+    from nodes.mpi import collectives
+    from nodes.mpi.intracomm import Intracomm
+    from nodes.mpi.matching import BUF, Engine
+    comm = Intracomm()
+    comm._setup(Engine(Recording()), (0, 1, 2, 3), 0, "COMM_WORLD")
+    out = collectives.alltoall(comm, BUF, [b"0", b"1", b"2", b"3"])
+    assert [bytes(x) for x in out] == [b"0", b"x", b"x", b"x"]
+    assert [n for n, _ in waits] == [3, 2, 1]  # each wait names what is left; the last, one
+    assert waits[0][1] == ((1, 3, 9), (1, 2, 9), (1, 1, 9))
+
+
 def test_what_has_no_envelope_and_a_wait_with_a_timeout_wake_as_before():
     w = _two_to_rank_2(((0, 1, 5),))
     w.envs = {}  # a notice, a pattern task's message: no envelope
@@ -281,6 +344,10 @@ def test_the_wait_frame_carries_its_envelopes_and_bad_ones_are_refused():
     for bad in ([], [[0, 1]], [[-1, 0, 0]], [["a", 0, 0]], [[0, 0, 0]] * 65, "x"):
         with pytest.raises(P.ProtocolError):
             P.decode(P.encode_unchecked("net_wait", vt=1.0, match=bad))
+    assert P.decode(P.encode_unchecked("net_wait", vt=1.0, match=[[0, 2, None]], need=3))["need"] == 3
+    for bad in (0, -1, 65, "2", 1.5):
+        with pytest.raises(P.ProtocolError):
+            P.decode(P.encode_unchecked("net_wait", vt=1.0, match=[[0, 2, None]], need=bad))
     # what a rank names at most is what the frame may carry: a longer one would be refused
     from emulator.live.schema import MAX_MATCH as WIRE
     from nodes.mpi.matching import MAX_MATCH

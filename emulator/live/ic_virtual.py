@@ -157,7 +157,7 @@ class VirtualMode:
         r = self.rank(j, rank)
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello")
-        self.vt.wait(r, m["vt"], m.get("until"), m.get("what") or "", m.get("match"))
+        self.vt.wait(r, m["vt"], m.get("until"), m.get("what") or "", m.get("match"), m.get("need", 1))
 
     def bye(self, j, rank, m) -> None:
         r = self.rank(j, rank)

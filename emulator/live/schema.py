@@ -238,7 +238,7 @@ SCHEMAS: dict[str, dict] = {
     "net_send": {"id": (REQ_ID, R), "to": (RANK, R), "data": (_bin(MAX_PAYLOAD), R), "measured": (_bool, O),
                  "nbytes": (_int(0, 1 << 30), O), "vt": (_num(0, 1e12), O), "notice": (_bool, O)},
     "net_wait": {"vt": (_num(0, 1e12), R), "until": (_opt(_num(0, 1e12)), O),
-                 "what": (_str(512), O), "match": (_envelopes, O)},
+                 "what": (_str(512), O), "match": (_envelopes, O), "need": (_int(1, MAX_MATCH), O)},
     "net_bye": {"vt": (_num(0, 1e12), R)},
     "net_go": {"vt": (_num(), R)},
     "net_links": {"id": (REQ_ID, R)},

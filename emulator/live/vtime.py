@@ -26,6 +26,8 @@ be woken, ``min(until, its first known event)``; infinity when done or waiting f
   source, tag), None for ANY) is not woken by an answer that holds none of them: the rank would
   queue them and wait again at ``a`` for the same (a blocking receive sends nothing first), so
   it stays WAITING at ``a``, the frames kept for its next answer: the same times, no round trip.
+  A wait for several receives (``need``: a Waitall, an all-to-all) is woken by the ``need``-th
+  such event, for the same reason.
 * a rank's bound is always in its own representation: it holds seconds, and a delivery's time
   in seconds, back in flit times, may lie an ulp below the model's; with the model's time, the
   model could take an event of the very instant the rank then sends at.
@@ -45,52 +47,9 @@ from __future__ import annotations
 import math
 from heapq import heapify, heappop, heappush
 
+from emulator.live.vrank import COMPUTING, DONE, WAITING, VRank, ends as _ends, read_cpu
+
 INF = math.inf
-COMPUTING, WAITING, DONE = 0, 1, 2
-
-
-def read_cpu(pid: int) -> float | None:
-    """Host CPU seconds used by the main thread of process ``pid`` (the scheduler's run time, the
-    clock of time.thread_time(), never ahead of it), None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/schedstat", "rb") as f:
-            return int(f.read().split(None, 1)[0]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class VRank:
-    """One rank's clock as the interconnect knows it (times in flit times)."""
-
-    __slots__ = ("key", "job", "rank", "state", "vt", "pid", "until", "until_s", "what", "events", "sent",
-                 "shared", "nsent", "ver", "frames", "match", "held")
-
-    def __init__(self, key, job, rank: int, pid: int | None):
-        self.key, self.job, self.rank, self.pid = key, job, rank, pid
-        self.state = COMPUTING
-        self.vt = 0.0
-        self.until = INF
-        self.until_s = None  # ``until`` as the rank said it, in seconds: an answer then is that very number
-        self.what = ""
-        self.match = None  # a blocking wait's envelopes that end it (None: any event ends it)
-        self.held: list = []  # frames of its answers that did not wake it: they go with the next
-        # (due, seq, frame, resume at, envelope or None): its deliveries and notices, not handed over
-        self.events: list = []
-        self.sent = 0  # its messages still in the model
-        self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
-        self.shared = None  # the clock it publishes (emulator.live.vclock.ClockReader), if any
-        self.ver = 0  # which of its entries in VirtualTime.heap is current (-1: forgotten)
-        self.frames = 0  # its frames with a clock read so far (a published record counts them too)
-
-    def bound(self) -> float:
-        if self.state == COMPUTING:
-            return self.vt
-        if self.state == WAITING:
-            t = self.until
-            if self.events and self.events[0][0] < t:
-                t = self.events[0][3]  # when it resumes: its own seconds of it (an ulp may lie between)
-            return t if t > self.vt else self.vt
-        return INF
 
 
 class VirtualTime:
@@ -230,10 +189,12 @@ class VirtualTime:
         if state != WAITING:
             self._touch(r)
 
-    def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str, match=None) -> None:
-        """``match``: the envelopes that can end a wait for the next event (module docstring)."""
+    def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str, match=None, need: int = 1) -> None:
+        """``match``: the envelopes that can end a wait for the next event, ``need``: how many of
+        their events it takes (module docstring)."""
         self.report(r, vt_s, WAITING)
         r.match = match if until_s is None else None
+        r.need = need if r.match else 1
         r.until = INF if until_s is None else max(self.flits(until_s), r.vt)
         r.until_s = until_s if until_s is not None and r.until == self.flits(until_s) else None
         r.what = what
@@ -356,7 +317,9 @@ class VirtualTime:
             while r.events and r.events[0][0] <= a:
                 ev = heappop(r.events)
                 frames.append(ev[2])
-                wakes = wakes or _ends(ev[4], r.match)
+                if not wakes and _ends(ev[4], r.match):
+                    r.need -= 1
+                    wakes = r.need <= 0 or ev[4] is None
             if not wakes:  # it would queue them and wait again at ``a`` (module docstring)
                 self._resume(r, a)
                 self.kept = True  # its bound grew to its next event: the model may run further
@@ -390,11 +353,6 @@ class VirtualTime:
                                                                   for r in live):
                 out.append((job, sorted(live, key=lambda r: r.rank)))
         return out
-
-
-def _ends(env, match) -> bool:
-    """Whether an event of envelope ``env`` can end a wait for ``match`` (one without: it does)."""
-    return env is None or any(c == env[0] and s in (None, env[1]) and t in (None, env[2]) for c, s, t in match)
 
 
 __all__ = ["COMPUTING", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]

@@ -38,7 +38,7 @@ match that call's messages. ``n`` is the communicator's size, ``r`` this rank.
 from __future__ import annotations
 
 from nodes.mpi.matching import BUF, HEAD
-from nodes.mpi.request import Request
+from nodes.mpi.request import Request, wait_all
 
 ALLTOALL_SCATTERED_MAX = 32768  # bytes a block: MPICH's medium-message limit
 T_BARRIER, T_BCAST, T_REDUCE, T_ROOT, T_ALLREDUCE, T_GATHER, T_SCATTER, T_ALLGATHER, T_ALLTOALL, T_SCAN = range(1, 11)
@@ -180,8 +180,12 @@ def alltoall(comm, kind: int, blocks) -> list:
     if max(map(len, blocks)) <= ALLTOALL_SCATTERED_MAX:
         for s in range(1, n):
             send(comm, (r + s) % n, T_ALLTOALL, kind, blocks[(r + s) % n])
-        for s in range(1, n):
-            out[(r - s) % n] = body(recv(comm, (r - s) % n, T_ALLTOALL))
+        reqs = [Request._recv(comm._eng, comm._cm, (r - s) % n, T_ALLTOALL, None) for s in range(1, n)]
+        wait_all(reqs)  # one wake-up for the n - 1 blocks, not one per block that came late
+        for s, req in enumerate(reqs, 1):
+            if not req._done:
+                comm._eng.complete(req)
+            out[(r - s) % n] = body(req._payload)
         return out
     for s in range(1, n):
         dst, src = (r + s) % n, (r - s) % n

@@ -138,7 +138,8 @@ class LiveTransport:
         # a blocking wait names the envelopes that end it (nodes.mpi.matching.Awaited): the
         # interconnect then hands over the others without a round trip (emulator.live.vtime)
         match = getattr(what, "match", None) if block else None
-        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what, match)
+        need = getattr(what, "need", 1) if match else 1  # a wait for several receives (awaiting_all)
+        frames, at = self._call(self.comm.vwait, self.clock, None if block else self.clock, what, match, need)
         got, msgs = [], []
         for m in frames:
             if m["type"] == "net_msg":

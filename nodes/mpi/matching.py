@@ -35,10 +35,11 @@ class Awaited(str):
     wait again at the same clock."""
 
     match: tuple | None = None
+    need = 1  # messages of ``match`` that can end it: a wait for several receives (awaiting_all)
 
-    def __new__(cls, text: str, match: tuple | None):
+    def __new__(cls, text: str, match: tuple | None, need: int = 1):
         self = super().__new__(cls, text)
-        self.match = match
+        self.match, self.need = match, need
         return self
 
 
@@ -56,6 +57,25 @@ def awaiting_any(whats: list) -> str:
             return text
         match.extend(m)
     return Awaited(text, tuple(match)) if len(match) <= MAX_MATCH else text
+
+
+def awaiting_all(whats: list) -> str:
+    """The wait for every one of ``whats`` (pending receives, Awaited each): none can end before
+    as many messages of their envelopes have come as there are receives, each taking one. In
+    virtual time the interconnect wakes the rank then, not at each of them: woken earlier it
+    would only wait again at the same clock (the MPI call's CPU time is not the program's), so
+    the times are the same and the round trips fewer. Woken too early is harmless (a message
+    another posted receive took): the rank waits again for what is left."""
+    if len(whats) == 1:
+        return whats[0]
+    text = " and ".join(whats)
+    match = []
+    for w in whats:
+        m = getattr(w, "match", None)
+        if m is None:
+            return text
+        match.extend(m)
+    return Awaited(text, tuple(match), len(whats)) if len(match) <= MAX_MATCH else text
 
 
 class Matcher:

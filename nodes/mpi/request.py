@@ -10,7 +10,7 @@ import pickle
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from nodes.mpi.errors import MPIException, UnsupportedMeta, unsupported
-from nodes.mpi.matching import HEAD, OBJ, awaiting_any
+from nodes.mpi.matching import HEAD, OBJ, awaiting_all, awaiting_any
 
 _FIELDS = ("_eng", "_m", "_source", "_tag", "_target", "_done", "_active", "_src", "_rtag",
            "_nbytes", "_kind", "_payload", "_error", "_start")
@@ -128,6 +128,8 @@ class Request(metaclass=UnsupportedMeta):
 
     @staticmethod
     def waitall(requests, statuses=None) -> list:
+        requests = list(requests)
+        wait_all(requests)
         out = []
         for i, r in enumerate(requests):
             out.append(r.wait(None if statuses is None else _status_at(statuses, i)))
@@ -185,6 +187,16 @@ class Request(metaclass=UnsupportedMeta):
             if requests[i]._ready():
                 return i, True, requests[i]._finish(status)
         return UNDEFINED, False, None
+
+
+def wait_all(requests) -> None:
+    """Progress until every one of ``requests`` is done, each wait naming all that are left
+    (matching.awaiting_all): one wake-up for the lot, not one for each."""
+    while True:
+        left = [r for r in requests if r._active and not r._done and r._eng is not None]
+        if len(left) < 2:
+            return
+        left[0]._eng.progress(True, awaiting_all([r._what() for r in left]))
 
 
 def _status_at(statuses, i):
