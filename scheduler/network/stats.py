@@ -28,7 +28,8 @@ def percentile(sorted_values, q: float) -> float:
 class MessageStats:
     """The messages of one path or one job (module docstring)."""
 
-    __slots__ = ("delays", "contention", "starting", "delivered", "last", "bytes", "early", "unmeasured")
+    __slots__ = ("delays", "contention", "starting", "delivered", "last", "bytes", "early", "unmeasured", "_sorted",
+                 "_of")
 
     def __init__(self):
         self.delays: list[float] = []  # of the measured messages
@@ -39,6 +40,8 @@ class MessageStats:
         self.bytes = 0  # payload bytes delivered (a live job's; the model's messages have none)
         self.early = 0  # deliveries counted by add but not measured (warm-ups)
         self.unmeasured = 0.0  # the sum of their contention
+        self._sorted: list[float] = []  # ``delays`` sorted, as far as p95 last saw them
+        self._of = None  # the list ``_sorted`` was made of (a writer may replace ``delays``)
 
     def add(self, delay: float, free: float, at: float, measured: bool = True) -> None:
         """A delivery at ``at`` after ``delay``, whose contention-free latency is ``free``."""
@@ -60,7 +63,19 @@ class MessageStats:
         return sum(self.delays) / n if n else math.nan
 
     def p95(self) -> float:
-        return percentile(sorted(self.delays), 95)
+        """The live interconnect reports a running job's p95 every second or so: sorting every
+        delay each time cost its loop tens of ms at 80,000 messages. The sorted copy is kept and
+        only the delays added since are merged in (timsort merges the two runs in linear time)."""
+        d, srt = self.delays, self._sorted
+        if self._of is not d or len(srt) > len(d):
+            srt[:] = d
+            self._of = d
+        elif len(srt) < len(d):
+            srt.extend(d[len(srt):])
+        else:
+            return percentile(srt, 95)
+        srt.sort()
+        return percentile(srt, 95)
 
     def summary(self, us) -> dict:
         """The report of a live job (``comm``: ``mcemu queue``, the journal, the monitor), in
