@@ -185,7 +185,9 @@ class Comm:
     def send(self, dest: int, data: bytes, wait: bool = False, measured: bool = True, **extra) -> int:
         """Send ``data`` to rank ``dest``; returns the message id (``wait``: after delivery).
         ``measured=False``: left out of the job's statistics (a warm-up). ``extra``: net_send's
-        virtual-time fields (vt, cpu, nbytes, notice: nodes.mpi.live)."""
+        other fields (nodes.mpi.live): vt, nbytes, notice in virtual time; ``lazy`` in dilated
+        time, for a send nobody will ``wait`` for: its notice, which the window still counts,
+        may come later, with another frame (emulator.live.ic_dilated)."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         data = bytes(data)

@@ -297,6 +297,63 @@ def test_flow_control_bounds_what_a_rank_holds_and_an_ended_jobs_messages_leave(
     assert len(ic.sent) == before and ic.net.delivered == 4
 
 
+class Conn:
+    """A task's connection as the loop's flush writes to it (netlocal.Conn.write): what it got,
+    one list of frame types a write."""
+
+    def __init__(self):
+        self.writes = []
+
+    def write(self, frames):
+        self.writes.append([P.decode(f, max_size=P.MAX_REPLY)["type"] for f in frames])
+
+
+def test_a_program_s_notices_ride_with_its_next_frame_and_never_hold_its_window(tmp_path):
+    """Dilated time: the notice of a ``lazy`` send (nodes.mpi's) is not written on its own; it
+    goes with the next frame the sender gets (a ping-pong's reply), or alone once LAZY_MESSAGES
+    wait; a plain send's notice goes at once; an ended job's waiting notices are dropped. And
+    the thresholds keep nodes.comm's window open: a task with nothing in the network is never
+    held by the notices still waiting here."""
+    from emulator.live.ic_dilated import LAZY_BYTES, LAZY_MESSAGES
+    from emulator.live.schema import MAX_PAYLOAD
+    from nodes.comm import WINDOW, WINDOW_BYTES
+
+    assert LAZY_MESSAGES < WINDOW and LAZY_BYTES + MAX_PAYLOAD <= WINDOW_BYTES
+    ic = Interconnect(tmp_path, {"topology": "mesh:4x4", "net_dilation": 1000.0}, kernel=Kernel(FakeClock()))
+    a, b = Conn(), Conn()
+    for rank, conn in ((0, a), (3, b)):
+        ic.on_hello(conn, {"type": "net_hello", "job": 7, "attempt": 1, "rank": rank, "nodes": [0, 1, 2, 3],
+                           "secret": task_secret(ic.jobs.key, 7, 1, rank)})
+    ic.flush()
+    a.writes.clear()
+    b.writes.clear()
+
+    def deliver(t):
+        ic.driver.advance(t)
+        ic.dilated.release(t)
+        ic.flush()
+
+    ic.on_send(a, {"id": 1, "to": 3, "data": b"ping", "lazy": True}, 0.0)
+    deliver(1.0)
+    assert b.writes == [["net_msg"]] and a.writes == []  # the sender is not woken for it
+    ic.on_send(b, {"id": 1, "to": 0, "data": b"pong", "lazy": True}, 1.0)
+    deliver(2.0)
+    assert a.writes == [["net_msg", "net_delivered"]] and b.writes == [["net_msg"]]  # it rode along
+    for i in range(2, 2 + LAZY_MESSAGES):  # b's notice and 16 of a's: a's go alone at the 16th
+        ic.on_send(a, {"id": i, "to": 3, "data": b"x", "lazy": True}, 2.0)
+    deliver(3.0)
+    assert a.writes[-1] == ["net_delivered"] * LAZY_MESSAGES
+    assert b.writes[-1] == ["net_msg"] * LAZY_MESSAGES + ["net_delivered"]  # b's own rode with them
+    ic.on_send(a, {"id": 99, "to": 3, "data": b"x"}, 3.0)  # not lazy: at once
+    deliver(4.0)
+    assert a.writes[-1] == ["net_delivered"] and ic.dilated.lazy == {}
+    ic.on_send(a, {"id": 100, "to": 3, "data": b"x", "lazy": True}, 4.0)
+    deliver(5.0)
+    assert list(ic.dilated.lazy) == [a]
+    ic.on_event(b"job", {"job": 7, "attempt": 1, "state": "completed", "t": 5.0})
+    assert ic.dilated.lazy == {}
+
+
 def test_the_interconnect_starts_without_the_mpi_layer_s_numpy():
     """It reads the MPI envelope (nodes.mpi.envelope) but must not load numpy with it: one
     interconnect a cluster, restarted after a death, and numpy costs it ~35 ms each start."""

@@ -25,6 +25,14 @@ AHEAD = 0.010
 # half of it, 12.5 ms at the default dilation, is more than AHEAD, and the loop wakes for the
 # model at most once per (L - 1) / 2 flit times of network time, not once per hop.
 LEAD = 0.5
+# A program's send (nodes.mpi, ``lazy``) needs its notice only for nodes.comm's window, so the
+# notice waits here and rides with the next frame the turn sends that task (its next message, a
+# barrier's answer): in a ping-pong it no longer wakes the sender on its own, which was one of
+# the two wake-ups of a message. They go alone once a task has LAZY_MESSAGES or LAZY_BYTES of
+# them waiting; both are a quarter of the window, so a task whose messages are all delivered is
+# never held by the notices still here (even a message of MAX_PAYLOAD fits beside them; a test
+# holds these to nodes.comm's WINDOW and WINDOW_BYTES).
+LAZY_MESSAGES, LAZY_BYTES = 16, 2 << 20
 
 
 class DilatedMode:
@@ -34,6 +42,7 @@ class DilatedMode:
         self.ic, self.net = ic, net
         self.driver = NetworkDriver(net, Clock.dilated(ic.kernel.now(), net.flit_time, float(cfg["net_dilation"])))
         self.lead = LEAD * self.driver.reach
+        self.lazy: dict = {}  # task connection -> [notices waiting to ride, their messages' bytes]
 
     def send(self, j, rank, ident, m, dst, now: float) -> None:
         """A checked ``net_send`` of ``rank``: into the model at the wall time it came."""
@@ -43,7 +52,8 @@ class DilatedMode:
         ic._tag += 1
         nbytes = m.get("nbytes")  # a program's message (nodes.mpi): its size; a pattern's: the text's L
         length = None if nbytes is None else 1 + -(-nbytes // ic.flit_bytes)
-        ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True), length)
+        lazy = bool(m.get("lazy")) and type(ident) is not tuple  # a remote task's go at once (nettcp)
+        ic.msgs[ic._tag] = (j, rank, m["to"], ident, m["id"], m["data"], m.get("measured", True), length, lazy)
         self.driver.send(j.nodes[rank], dst, now, ic._tag, length)
 
     def pump(self) -> None:
@@ -57,7 +67,7 @@ class DilatedMode:
         ic, driver, net = self.ic, self.driver, self.net
         down, running = ic.jobs.down, ic.jobs.jobs
         for due, d in driver.due(now + AHEAD):
-            j, rank, to, sender, rid, data, measured, length = ic.msgs.pop(d.tag)
+            j, rank, to, sender, rid, data, measured, length, lazy = ic.msgs.pop(d.tag)
             ic.unhold(j, rank, data)
             if running.get(j.id) is not j:
                 continue  # the job ended (or was requeued) while the message was in flight
@@ -74,8 +84,34 @@ class DilatedMode:
                 j.inbox.setdefault(to, []).append(frame)
             else:
                 ic._send(ident, frame)
-            ic._send(sender, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due))
+            notice = P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due)
+            if lazy:
+                self._later(sender, notice, len(data))
+            else:
+                ic._send(sender, notice)
             ic.links.late(ic.kernel.now() - (due - AHEAD))  # this loop's own lateness
+
+    def _later(self, conn, notice: bytes, nbytes: int) -> None:
+        q = self.lazy.get(conn)
+        if q is None:
+            q = self.lazy[conn] = [[], 0]
+        q[0].append(notice)
+        q[1] += nbytes
+        if len(q[0]) >= LAZY_MESSAGES or q[1] >= LAZY_BYTES:
+            del self.lazy[conn]
+            for f in q[0]:
+                self.ic._send(conn, f)
+
+    def ride(self, conn, frames: list) -> None:
+        """The turn writes ``frames`` to task ``conn``: its waiting notices go with them."""
+        q = self.lazy.pop(conn, None)
+        if q is not None:
+            frames.extend(q[0])
+
+    def forget(self, j) -> None:
+        """An attempt ended: its tasks' waiting notices are nobody's any more."""
+        for conn in j.ranks.values():
+            self.lazy.pop(conn, None)
 
     def next_wake(self) -> float | None:
         """The kernel's deadline: the next hand-over (AHEAD before a due time) or the driver's
@@ -87,4 +123,4 @@ class DilatedMode:
         return t
 
 
-__all__ = ["AHEAD", "LEAD", "DilatedMode"]
+__all__ = ["AHEAD", "LAZY_BYTES", "LAZY_MESSAGES", "LEAD", "DilatedMode"]

@@ -89,7 +89,7 @@ class Interconnect(Serving):
         self.driver = self.mode.driver
         # a task's claim to its rank is checked against its secret (emulator.live.secret)
         self.jobs = Membership(net.channels.topology.size, key=secretmod.cluster_key(self.home))
-        self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured)
+        self.msgs: dict[int, tuple] = {}  # tag -> (job, src rank, dst rank, sender ident, id, data, measured, ...)
         self._tag = 0
         self.links = Links(net)
         self.daemon = None  # its socket once bound (in-memory tests run without one)
@@ -135,7 +135,10 @@ class Interconnect(Serving):
         if not self._out:
             return
         out, self._out = self._out, {}
+        lazy = self.dilated.lazy if self.dilated is not None else None
         for conn, frames in out.items():
+            if lazy:
+                self.dilated.ride(conn, frames)
             conn.write(frames)
 
     def _error(self, ident, code, message, req_id=None):
@@ -296,6 +299,8 @@ class Interconnect(Serving):
             self.report(j)
             if self.virtual:
                 self.virtual.ended(j)
+            else:
+                self.dilated.forget(j)
             if j.group is not None:
                 self._answer(self.jobs.group_barrier(j.group))
 

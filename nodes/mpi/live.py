@@ -120,8 +120,8 @@ class LiveTransport:
     # ------------------------------------------------------------------ messages
 
     def send(self, dest: int, payload: bytes, nbytes: int) -> None:
-        if not self.virtual:
-            return self._call(self.comm.send, dest, payload, nbytes=nbytes)
+        if not self.virtual:  # its notice only paces the window: it may wait for a ride (ic_dilated)
+            return self._call(self.comm.send, dest, payload, nbytes=nbytes, lazy=True)
         outer = self.pause()
         self.frames += 1
         self._call(self.comm.send, dest, payload, nbytes=nbytes, vt=self.clock)
