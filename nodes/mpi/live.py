@@ -61,6 +61,13 @@ class LiveTransport:
         self.factor = self.gauge.update() if self.gauge is not None else 1.0  # this interval's (cpuclock)
         self.mark = _thread_time()  # CPU time when the program last resumed
         self.frames = 0  # frames sent with a clock (send, wait, bye): the published record says how many
+        if not self.virtual and self.shared is not None:  # nobody reads a clock in dilated time
+            self.shared.close()
+            self.shared = None
+        if not self.virtual:
+            # no clock to stop: the MPI calls are not wrapped (nodes.mpi.timing: a transport
+            # without ``pause``); their pause and resume were a third of a dilated message's CPU
+            self.pause = None
         if self.shared is not None:
             self.shared.set(self.clock, self.mark, False, 0, self.factor)
         atexit.register(self.close)
