@@ -6,9 +6,9 @@
 
 ``pingpong``: ranks 2k and 2k+1 (neighbours in a row of a mesh job) trade one message of BYTES
 each way per iteration with ``Send``/``Recv`` (64 ranks: 32 pairs, 2 x 32 messages an
-iteration). ``alltoall``: ``Alltoall`` of BYTES per destination (nodes.mpi: a pairwise exchange,
-n - 1 messages from every rank an iteration). Between a ``Barrier`` before the loop and one
-after it, each rank times the loop with ``time.perf_counter`` (wall), ``time.process_time``
+iteration). ``alltoall``: ``Alltoall`` of BYTES per destination (nodes.mpi.collectives:
+scattered up to 32 KiB a block, pairwise above; n - 1 messages from every rank an iteration).
+Between a ``Barrier`` before the loop and one after it, each rank times the loop with ``time.perf_counter`` (wall), ``time.process_time``
 (its CPU) and ``MPI.Wtime`` (virtual time on a ``--net-time virtual`` cluster); rank 0 prints
 one JSON line: the loop's messages (those the kernel sends, the barriers' not counted), the
 slowest rank's wall and virtual seconds and the ranks' summed CPU seconds.
