@@ -353,3 +353,29 @@ def test_the_wait_frame_carries_its_envelopes_and_bad_ones_are_refused():
     from nodes.mpi.matching import MAX_MATCH
     assert MAX_MATCH <= WIRE
     assert len(P.decode(P.encode_unchecked("net_wait", vt=1.0, match=[[0, 0, 0]] * MAX_MATCH))["match"]) == MAX_MATCH
+
+
+def test_the_cpu_reader_keeps_a_process_s_file_and_lets_it_go_when_it_ends():
+    """emulator.live.vrank.CpuReader: a child's CPU seconds grow as it computes; once it has
+    ended (and its pid may be anyone's) it reads None and its file is closed."""
+    import subprocess
+    import sys
+    import time
+
+    from emulator.live.vrank import CpuReader
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.thread_time()\n"
+                              "while time.thread_time() - t < 0.3: pass\ntime.sleep(30)"])
+    cpu = CpuReader()
+    try:
+        first = cpu(child.pid)
+        deadline = time.monotonic() + 20
+        while (now := cpu(child.pid)) is not None and now < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert first is not None and now is not None and 0.25 <= now < 10, (first, now)
+        assert list(cpu.fds) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
+    assert cpu(child.pid) is None and cpu.fds == {}
+    assert cpu(2 ** 22 + 7) is None  # no such process (above pid_max's default)

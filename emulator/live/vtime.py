@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from heapq import heapify, heappop, heappush
 
-from emulator.live.vrank import COMPUTING, DONE, WAITING, VRank, ends as _ends, read_cpu
+from emulator.live.vrank import COMPUTING, DONE, WAITING, CpuReader, VRank, ends as _ends
 
 INF = math.inf
 
@@ -55,13 +55,13 @@ INF = math.inf
 class VirtualTime:
     """The ranks' clocks over the model ``driver`` (a NetworkDriver on ``Clock.virtual(per_second)``:
     seconds to flit times). ``route(delivery)`` -> [(VRank, frame)]: whom a delivery concerns.
-    ``cpu``: the CPU reader (read_cpu; tests give their own)."""
+    ``cpu``: the CPU reader (a CpuReader by default; tests give their own function)."""
 
-    def __init__(self, driver, route, cpu_scale: float = 1.0, cpu=read_cpu):
+    def __init__(self, driver, route, cpu_scale: float = 1.0, cpu=None):
         self.driver, self.net, self.route = driver, driver.net, route
         self.clock = driver.clock
         self.scale = float(cpu_scale)
-        self.cpu = cpu
+        self.cpu = cpu if cpu is not None else CpuReader()
         self.minlat = self.net.startup + 1.0  # flit times from a send to its earliest delivery
         self.ranks: dict = {}
         self.released = 0.0  # the latest answer: a job that starts now starts here
@@ -118,6 +118,8 @@ class VirtualTime:
             r.ver = -1
             if r.shared is not None:
                 r.shared.close()
+            if r.pid is not None and hasattr(self.cpu, "drop"):
+                self.cpu.drop(r.pid)
         self.barriers.pop(job, None)
         for key in list(self.barriers):  # a group's barrier may wait for this job no longer
             self._complete(key)
@@ -355,4 +357,4 @@ class VirtualTime:
         return out
 
 
-__all__ = ["COMPUTING", "DONE", "VRank", "VirtualTime", "WAITING", "read_cpu"]
+__all__ = ["COMPUTING", "CpuReader", "DONE", "VRank", "VirtualTime", "WAITING"]
