@@ -49,14 +49,7 @@ MAX_MATCH = 64  # envelopes a wait names at most (the wire's limit, emulator.liv
 
 def awaiting_any(whats: list) -> str:
     """The wait for any of ``whats`` (Awaited each, or text): ends at any of their envelopes."""
-    text = " or ".join(whats)
-    match = []
-    for w in whats:
-        m = getattr(w, "match", None)
-        if m is None:
-            return text
-        match.extend(m)
-    return Awaited(text, tuple(match)) if len(match) <= MAX_MATCH else text
+    return _joined(whats, " or ", 1)
 
 
 def awaiting_all(whats: list) -> str:
@@ -66,16 +59,20 @@ def awaiting_all(whats: list) -> str:
     would only wait again at the same clock (the MPI call's CPU time is not the program's), so
     the times are the same and the round trips fewer. Woken too early is harmless (a message
     another posted receive took): the rank waits again for what is left."""
-    if len(whats) == 1:
-        return whats[0]
-    text = " and ".join(whats)
+    return whats[0] if len(whats) == 1 else _joined(whats, " and ", len(whats))
+
+
+def _joined(whats: list, sep: str, need: int) -> str:
+    """The waits ``whats`` as one, ended by ``need`` messages of their envelopes; plain text
+    (any message ends it) when one of them names none or they name more than MAX_MATCH."""
+    text = sep.join(whats)
     match = []
     for w in whats:
         m = getattr(w, "match", None)
         if m is None:
             return text
         match.extend(m)
-    return Awaited(text, tuple(match), len(whats)) if len(match) <= MAX_MATCH else text
+    return Awaited(text, tuple(match), need) if len(match) <= MAX_MATCH else text
 
 
 class Matcher:
