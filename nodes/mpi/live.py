@@ -49,6 +49,7 @@ class LiveTransport:
         w = self.comm.welcome
         self.rank, self.size = self.comm.rank, self.comm.size
         self.virtual = w.get("time") == "virtual"
+        self.waits_all = self.virtual  # a wait for several receives is woken once (matching.awaiting_all)
         self.scale = float(w.get("cpu_scale", 1.0))
         self.vt0 = self.clock = float(w.get("vt0") or 0.0)
         self.t0 = time.monotonic()
