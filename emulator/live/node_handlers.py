@@ -134,10 +134,15 @@ class NodeHandlers:
         would only arrive beside the new attempt's ``run``s. Nodes elsewhere get the message."""
         if contain.base() is None:
             return
+        dirs = []
         for rank, n in enumerate(jr.nodes):
             nr = self.m.nodes[n]
             if n != skip and nr.pidfd is not None and isinstance(nr.pid, int):
-                contain.kill_tree(contain.task_dir(nr.pid, jr.id, jr.attempt, rank))
+                dirs.append(contain.task_dir(nr.pid, jr.id, jr.attempt, rank))
+        for d in dirs:  # all killed first, then waited for: the loop waits for the slowest, not the sum
+            contain.kill_cgroup(d)
+        for d in dirs:
+            contain.kill_tree(d)
 
     def purge(self, wall: float):
         """Down the nodes that fell silent (emulator.live.nodes.NodeRegistry.expired)."""
