@@ -124,17 +124,8 @@ class Comm:
         # program's own computing, a send would wait for its next call, and the interconnect,
         # which cannot use a published clock that counts a frame not yet arrived, with it.
         self.hold = False
-        hello = {"group": group} if group else {}
-        if os.environ.get("MCEMU_TASK_SECRET"):  # this task's rank claim, from its run (issue 30)
-            hello["secret"] = os.environ["MCEMU_TASK_SECRET"]
-        if pid is not None and not self.remote:  # virtual time: the interconnect reads this process's CPU
-            hello["pid"] = pid                   # time (emulator.live.vtime), on its own host only
-        if group_jobs is not None:
-            hello["group_jobs"] = group_jobs
-        if shared_clock and not self.remote:  # it publishes its clock in $MCEMU_HOME/clocks (emulator.live.vclock)
-            hello["clock"] = True
         self.link.send(P.encode("net_hello", job=self.job, attempt=self.attempt, rank=self.rank, nodes=self.nodes,
-                                sync=sync, **hello))
+                                sync=sync, **self._hello(group, pid, group_jobs, shared_clock)))
         try:
             m = self._welcomed(self.now() + timeout, timeout)
         except BaseException:
@@ -150,6 +141,19 @@ class Comm:
         self.unacked_bytes = 0
         self.dilation = m["dilation"]  # wall us per network us
         self.flit_time_us, self.length_flits = m["flit_time_us"], m["length_flits"]
+
+    def _hello(self, group, pid, group_jobs, shared_clock) -> dict:
+        """``net_hello``'s optional fields (``Comm``'s arguments)."""
+        hello = {"group": group} if group else {}
+        if os.environ.get("MCEMU_TASK_SECRET"):  # this task's rank claim, from its run (issue 30)
+            hello["secret"] = os.environ["MCEMU_TASK_SECRET"]
+        if pid is not None and not self.remote:  # virtual time: the interconnect reads this process's CPU
+            hello["pid"] = pid                   # time (emulator.live.vtime), on its own host only
+        if group_jobs is not None:
+            hello["group_jobs"] = group_jobs
+        if shared_clock and not self.remote:  # it publishes its clock in $MCEMU_HOME/clocks (emulator.live.vclock)
+            hello["clock"] = True
+        return hello
 
     def _connect(self, timeout: float):
         """The link: the local socket (emulator.live.netlocal: a unix socket read in this thread,
