@@ -270,7 +270,8 @@ def test_a_waitall_and_a_scattered_all_to_all_wait_once_for_all_their_receives()
     from nodes.mpi import collectives
     from nodes.mpi.envelope import ENVELOPE
     from nodes.mpi.intracomm import Intracomm
-    from nodes.mpi.matching import BUF, Engine
+    from nodes.mpi.envelope import BUF
+    from nodes.mpi.matching import Engine
 
     class Recording:
         """A transport that hands over one message a blocking wait (from ranks 3, 1, 2 in that

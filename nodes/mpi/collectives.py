@@ -37,7 +37,7 @@ match that call's messages. ``n`` is the communicator's size, ``r`` this rank.
 """
 from __future__ import annotations
 
-from nodes.mpi.matching import BUF, HEAD
+from nodes.mpi.envelope import BUF, HEAD
 from nodes.mpi.request import Request, wait_all
 
 ALLTOALL_SCATTERED_MAX = 32768  # bytes a block: MPICH's medium-message limit

@@ -22,7 +22,8 @@ import sys
 from nodes.mpi.buffers import message
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, IDENT, PROC_NULL, TAG_UB, UNDEFINED, UNEQUAL, CONGRUENT
 from nodes.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG, MPIException, UnsupportedMeta, unsupported
-from nodes.mpi.matching import BUF, HEAD, OBJ, engine
+from nodes.mpi.envelope import BUF, HEAD, OBJ
+from nodes.mpi.matching import engine
 from nodes.mpi.request import Prequest, Request
 
 _STATE = frozenset(("_eng", "_group", "_rank", "_size", "_ctx", "_m", "_cm"))

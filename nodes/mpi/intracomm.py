@@ -23,7 +23,7 @@ from nodes.mpi.buffers import message, vector
 from nodes.mpi.comm import Comm
 from nodes.mpi.constants import IN_PLACE, MAX, SUM, UNDEFINED
 from nodes.mpi.errors import ERR_COUNT, ERR_ROOT, MPIException
-from nodes.mpi.matching import BUF, HEAD, OBJ
+from nodes.mpi.envelope import BUF, HEAD, OBJ
 
 _U8 = np.dtype(np.uint8)
 

@@ -24,7 +24,7 @@ from collections import deque
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG
 from nodes.mpi.errors import ERR_COUNT, MAX_MESSAGE, MPIException, TransportError, from_transport
 
-from nodes.mpi.envelope import BUF, ENVELOPE, HEAD, OBJ  # noqa: F401 (the MPI layer imports them from here)
+from nodes.mpi.envelope import ENVELOPE
 
 
 class Awaited(str):

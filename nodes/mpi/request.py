@@ -10,7 +10,8 @@ import pickle
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from nodes.mpi.errors import MPIException, UnsupportedMeta, unsupported
-from nodes.mpi.matching import HEAD, OBJ, awaiting_all, awaiting_any
+from nodes.mpi.envelope import HEAD, OBJ
+from nodes.mpi.matching import awaiting_all, awaiting_any
 
 _FIELDS = ("_eng", "_m", "_source", "_tag", "_target", "_done", "_active", "_src", "_rtag",
            "_nbytes", "_kind", "_payload", "_error", "_start")
