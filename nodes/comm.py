@@ -65,7 +65,7 @@ class CommError(RuntimeError):
 
     def __init__(self, code: str, message: str, msg_id=None):
         super().__init__(f"{code}: {message}" + (f" (message {msg_id})" if msg_id is not None else ""))
-        self.code, self.msg_id = code, msg_id
+        self.code, self.message, self.msg_id = code, message, msg_id
 
 
 def _env(name: str) -> str:

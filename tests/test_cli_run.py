@@ -119,3 +119,38 @@ def test_an_mpi_program_runs_and_its_trace_replays_to_the_live_times(cluster):
     assert doc["messages"]["count"] == job["comm"]["count"] > 0
     assert doc["messages"]["mean_delay_us"] == pytest.approx(job["comm"]["mean_delay_us"], rel=0.01)
     assert doc["messages"]["mean_contention_us"] > 0
+
+
+# each rank prints its pid and waits (for a go that never comes)
+HANG = """\
+import os, sys, time
+print("pid", os.environ["MCEMU_RANK"], os.getpid(), flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_rank_killed_mid_job_ends_its_job_at_once_with_its_status(cluster, tmp_path):
+    """mpiexec's rule: the other ranks would wait for the killed one for ever (in a barrier they
+    did, until the job was cancelled); they are ended and the job fails, naming the rank."""
+    import os
+    import time
+
+    import psutil
+
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "hang.py"
+    prog.write_text(HANG)
+    run = Run(cluster, "-n", 4, "--label", sys.executable, prog)
+    wait_for(lambda: sum(x.split(": ")[1].startswith("pid") for x in run.lines) == 4, 30, "the ranks to start")
+    pids = {int(x.split()[2]): int(x.split()[3]) for x in run.lines if ": pid " in x}
+    cluster.record(*(psutil.Process(p) for p in pids.values()))
+    t = time.monotonic()
+    os.kill(pids[2], 9)
+    rc, err = run.finish(30)
+    took = time.monotonic() - t
+    assert rc == 137 and "rank 2 on node 2 exited" in err and "its other ranks were ended" in err, err
+    assert took < 10, took  # the grace (1 s) and the kills, not the program's 60 s
+    job = cluster.client.queue(all=True)["jobs"][0]
+    assert job["state"] == "failed" and job["failure"]["rank"] == 2, job
+    wait_for(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                             for p in pids.values()), 10, "every rank to be gone")

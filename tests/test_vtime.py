@@ -385,3 +385,18 @@ def test_the_cpu_reader_keeps_a_process_s_file_and_lets_it_go_when_it_ends():
         child.wait()
     assert cpu(child.pid) is None and cpu.fds == {}
     assert cpu(2 ** 22 + 7) is None  # no such process (above pid_max's default)
+
+
+def test_a_barrier_that_an_ended_rank_never_entered_is_a_deadlock():
+    """Ranks 0 and 1 wait in a barrier of ranks 0-2; rank 2 ended without entering it: they can
+    never go on (before, ranks in a barrier were never reported, and the job hung). While rank 2
+    is still computing, it is no deadlock."""
+    w = World(3)
+    for r in (0, 1):
+        w.vt.enter(w.r[r], 0.0, w.job, lambda: w.r[:3], ("ok", "barrier"))
+        w.vt.wait(w.r[r], 0.0, None, "barrier")
+    got, dead = w.answers()
+    assert not got and not dead
+    w.vt.bye(w.r[2], s(5))
+    got, dead = w.answers()
+    assert not got and [(j, [r.rank for r in rs]) for j, rs in dead] == [(w.job, [0, 1])]

@@ -206,8 +206,9 @@ def _exit_status(job: dict, jid: int, note) -> int:
         return 130
     if job["state"] == "completed":
         return 0
-    statuses = job.get("exit") or []
-    bad = next(((r, s) for r, s in enumerate(statuses) if s), None)
+    failure = job.get("failure") or {}  # the first rank that failed, not the lowest-numbered one
+    bad = (failure["rank"], failure["status"]) if failure.get("status") else \
+        next(((r, s) for r, s in enumerate(job.get("exit") or []) if s), None)
     if not job.get("timed_out"):
         why = printable(job.get("reason")) or (f"rank {bad[0]} exited with {bad[1]}" if bad else "")
         note(f"job {jid} {job['state']}" + (f": {why}" if why else ""))

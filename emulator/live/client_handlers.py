@@ -148,8 +148,7 @@ class ClientHandlers:
         jr.comm = views._jsonable(msg["stats"])
         m.book.record(jr)
         if msg.get("fail") and jr.state == "running":  # the interconnect found it deadlocked
-            m._kill_tasks(jr)
-            m._finish(jr, "failed", m.now(), reason=msg["fail"], kind="depart")
+            m._abort(jr, msg["fail"])
         m._reply(ident, msg["id"], {"job": jr.id})
 
     def on_ping(self, ident, msg):

@@ -26,7 +26,7 @@ import math
 
 from emulator.live import protocol as P
 from emulator.live.vclock import ClockReader
-from emulator.live.vtime import VirtualTime
+from emulator.live.vtime import DONE, VirtualTime
 from nodes.mpi.envelope import ENVELOPE, HEAD
 from scheduler.network.driver import Clock, NetworkDriver, send_order
 
@@ -221,7 +221,13 @@ class VirtualMode:
     def _deadlock(self, j, waiting) -> None:
         self.failed.add(j)
         ranks = ", ".join(f"rank {r.rank} waits in {r.what or 'a receive'}" for r in waiting)
-        why = f"deadlock: every rank of job {j.id} waits for a message that cannot come ({ranks})"
+        ended = sorted(r.rank for r in self.vt.ranks.values() if r.job is j and r.state == DONE)
+        if ended:  # they are why, most often: a rank that returned or exited early
+            who = ", ".join(map(str, ended))
+            why = (f"deadlock: rank{'s' if len(ended) > 1 else ''} {who} of job {j.id} ended, and every other "
+                   f"rank waits for a message that cannot come ({ranks})")
+        else:
+            why = f"deadlock: every rank of job {j.id} waits for a message that cannot come ({ranks})"
         ic = self.ic
         for r in waiting:
             ident = j.ranks.get(r.rank)

@@ -35,7 +35,8 @@ def failure_reason(f: dict) -> str:
 class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
-                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm", "failure")
+                 "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm", "failure",
+                 "abort")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0,
                  owner=None, user=None):
@@ -63,10 +64,13 @@ class JobRec:
         # its first task of this attempt that exited non-zero: rank, node, status and the tail
         # of its output (``failure_reason`` makes the reason of it)
         self.failure = None
+        # why this attempt cannot succeed any more while its other tasks are given time to end
+        # (a task failed, the interconnect found it deadlocked: the manager's ``_abort``)
+        self.abort = None
 
     def requeue(self) -> None:
         """Back to the queue for another attempt (its node failed): same id and submit time."""
-        self.state, self.nodes, self.allocation, self.failure = "queued", [], None, None
+        self.state, self.nodes, self.allocation, self.failure, self.abort = "queued", [], None, None, None
         self.job = Job(self.id, self.submit, self.job.request, self.runtime, self.name)
 
     def task_done(self, rank: int, status: int, usage: dict | None, error: str | None, node=None) -> bool:

@@ -15,7 +15,7 @@ Composed of parts with one job each:
 
 The manager itself carries out the policy's decisions (``_started``: a Start starts the job's
 tasks, a SlotSwitch goes to the slots, a Finish confirms what the manager already did) and
-the job lifecycle (``_finish``, ``_fault``, ``_kill_tasks``); replies, task messages and events
+the job lifecycle (``_finish``, ``_fault``, ``_abort``, ``_kill_tasks``); replies, task messages and events
 go into ``outbox`` and ``events``, which the daemon (emulator.live.daemon) sends after the
 journal commit (a state change is on disk before anyone hears of it). Tests drive a daemon's
 handlers in memory without binding its sockets (tests/test_protocol.py, on a fake clock:
@@ -61,6 +61,9 @@ from scheduler.timer import next_timer
 # than keep their own interval (nodes.agent.OWN_HEARTBEAT), so a late wave costs no extra
 # wake-ups; liveness (hb x liveness, 600 ms by default) is far above it.
 START_QUIET = 0.05
+# Seconds a failing job's other tasks get to end by themselves before they are killed (``_abort``):
+# time to write what they were writing (the deadlock error's traceback), not to compute on.
+ABORT_GRACE = 1.0
 
 
 class ViewedBook(JobBook):
@@ -273,6 +276,27 @@ class ProcessorManager:
         for n in jr.nodes:
             if n != skip:
                 self._to_node(n, P.encode_unchecked("kill", job=jr.id, attempt=jr.attempt))
+
+    def _abort(self, jr: JobRec, why: str) -> None:
+        """``jr`` cannot succeed any more (one of its tasks failed, or the interconnect found it
+        deadlocked): mpiexec's rule, one bad rank ends the job, since its other ranks would wait
+        for it for ever (a rank killed in a barrier held its job until it was cancelled). They
+        get ABORT_GRACE seconds to end by themselves first: a rank that got the deadlock's error
+        is still writing its traceback, and a job whose tasks all fail at once ends as it always
+        did, with every task's status. The first cause is the job's reason."""
+        if jr.abort is not None:
+            return
+        jr.abort = why
+        if self.kernel is None:
+            return self._abort_now(jr, jr.attempt)
+        self.kernel.call_later(ABORT_GRACE, lambda att=jr.attempt: self._abort_now(jr, att))
+
+    def _abort_now(self, jr: JobRec, attempt: int) -> None:
+        if jr.state != "running" or jr.attempt != attempt:
+            return  # its tasks all ended in the grace, or it was cancelled or requeued meanwhile
+        jr.exit = [jr.done.get(r) for r in range(len(jr.nodes))]  # None: ended by the abort
+        self._kill_tasks(jr)
+        self._finish(jr, "failed", self.now(), reason=f"{jr.abort}; its other ranks were ended")
 
     def _fault(self, jr: JobRec, node: int, why: str):
         """A task of a running job was lost (its node went down or restarted, or the interconnect

@@ -16,7 +16,9 @@ Decisions of this implementation:
   time: for a synthetic task the two coincide up to process start-up; for a real
   ``--command`` only the exit is meaningful. The policy's ``depart`` is called then, at the
   model time of the last report. The job is ``completed`` when all tasks exited 0, else
-  ``failed``.
+  ``failed``: at its first task that exits non-zero, whose status and output's tail are its
+  reason; its other tasks then get a grace to end by themselves and are killed (mpiexec's rule:
+  the manager's ``_abort``).
 * A node whose process ends (a watched node: emulator.live.nodes) or that misses its heartbeats
   is ``down``: it is taken out of
   service (``stack.mark_down``) and every running job with a task there is requeued (same
@@ -77,10 +79,12 @@ class NodeHandlers:
         if rank >= len(jr.nodes) or jr.nodes[rank] != nr.id:
             return
         if jr.task_done(rank, status, usage, error, nr.id):
-            failed = jr.failure is not None
-            m._finish(jr, "failed" if failed else "completed", m.now(), reason=jr.reason if failed else None)
-        else:
-            m.book.record(jr)
+            failed = jr.failure is not None or jr.abort is not None
+            m._finish(jr, "failed" if failed else "completed", m.now(), reason=(jr.abort or jr.reason) if failed else None)
+            return
+        m.book.record(jr)
+        if status:  # its other ranks would wait for this one for ever: the job ends (manager._abort)
+            m._abort(jr, jr.reason)
 
     def on_task_done(self, nr, msg):
         self._task_done(nr, msg["job"], msg["attempt"], msg["rank"], msg["status"], msg["usage"], msg.get("error"))

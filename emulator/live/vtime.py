@@ -347,12 +347,17 @@ class VirtualTime:
         jobs: dict = {}
         for r in self.ranks.values():
             jobs.setdefault(r.job, []).append(r)
+        # a barrier that a rank which has ended never entered cannot complete: its ranks are stuck
+        inside, stuck = set(), set()
+        for entered, members in self.barriers.values():
+            inside.update(entered)
+            if any(m.state == DONE and m not in entered for m in members()):
+                stuck.update(entered)
         out = []
         for job, rs in jobs.items():
             live = [r for r in rs if r.state != DONE]
-            if live and all(r.state == WAITING and r.until == INF and not r.events for r in live) \
-                    and not any(r.sent for r in rs) and not any(r in b[0] for b in self.barriers.values()
-                                                                  for r in live):
+            if live and all(r in stuck if r in inside else r.state == WAITING and r.until == INF and not r.events
+                            for r in live) and not any(r.sent for r in rs):
                 out.append((job, sorted(live, key=lambda r: r.rank)))
         return out
 

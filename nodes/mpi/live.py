@@ -45,7 +45,7 @@ class LiveTransport:
             self.comm = comm or Comm(sync=True, pid=os.getpid(), timeout=120.0,
                                      shared_clock=self.shared is not None)
         except CommError as e:
-            raise TransportError(e.code, str(e)) from None
+            raise TransportError(e.code, e.message) from None
         w = self.comm.welcome
         self.rank, self.size = self.comm.rank, self.comm.size
         self.virtual = w.get("time") == "virtual"
@@ -176,7 +176,7 @@ class LiveTransport:
             while comm.inbox and comm.due() <= now:
                 got.append(comm.take())
         except CommError as e:
-            raise TransportError(e.code, str(e)) from None
+            raise TransportError(e.code, e.message) from None
         return got
 
     def sleep(self, seconds: float) -> None:
@@ -200,7 +200,7 @@ class LiveTransport:
         try:
             return fn(*args, **kw)
         except CommError as e:
-            raise TransportError(e.code, str(e)) from None
+            raise TransportError(e.code, e.message) from None
 
     def close(self) -> None:
         if self.closed:
