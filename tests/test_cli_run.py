@@ -154,3 +154,17 @@ def test_a_rank_killed_mid_job_ends_its_job_at_once_with_its_status(cluster, tmp
     assert job["state"] == "failed" and job["failure"]["rank"] == 2, job
     wait_for(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
                              for p in pids.values()), 10, "every rank to be gone")
+
+
+def test_n_ranks_run_however_many_nodes_the_allocation_holds(cluster, tmp_path):
+    """``-n 3`` on a 2x2 mesh: the allocator gives the 2x2 submesh (a processor count becomes a
+    submesh), 3 ranks run as under mpiexec, and the fourth node stays allocated and idle."""
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "size.py"
+    prog.write_text('import os\nprint("rank", os.environ["MCEMU_RANK"], "of", len(os.environ["MCEMU_NODES"].split(",")))\n')
+    run = Run(cluster, "-n", 3, sys.executable, prog)
+    rc, err = run.finish()
+    assert rc == 0, err
+    assert sorted(x.strip() for x in run.lines) == [f"rank {r} of 3" for r in range(3)]
+    job = cluster.client.queue(all=True)["jobs"][0]
+    assert len(job["nodes"]) == 3 and job["exit"] == [0, 0, 0] and "2x2" in job["allocation"], job

@@ -107,6 +107,16 @@ class JobRec:
         return d
 
 
+def task_nodes(request, nodes) -> list[int]:
+    """The nodes a started job's tasks run on, rank by rank: all it was given, but a processor
+    count p (``mcemu run -n 5``) runs p tasks, as mpiexec does, whatever its allocation holds (a
+    3x2 submesh, a 3-cube); the rest stays allocated and idle: the internal fragmentation the
+    papers count. A size reduction that gave fewer than p runs one task a node."""
+    if request.kind == "processors":
+        return list(nodes[:request.a])
+    return list(nodes)
+
+
 def merge_usage(total: dict | None, usage: dict) -> dict:
     """A job's resource usage over its tasks: ``max*`` keys take the maximum, the rest add up."""
     u = total or {}
@@ -157,4 +167,4 @@ class JobBook:
 
 
 __all__ = ["ACTIVE", "ENDED", "KEEP", "TAIL_CHARS", "TAIL_LINES", "JobBook", "JobRec", "escape_controls",
-           "failure_reason", "merge_usage"]
+           "failure_reason", "merge_usage", "task_nodes"]

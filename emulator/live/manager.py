@@ -46,7 +46,7 @@ from emulator.live.admission import Admission
 from emulator.live.client_handlers import ClientHandlers
 from emulator.live.policy_port import PolicyPort
 from emulator.live.gang import slots_for
-from emulator.live.jobs import ACTIVE, KEEP, JobBook, JobRec
+from emulator.live.jobs import ACTIVE, KEEP, JobBook, JobRec, task_nodes
 from emulator.live.kernel import WallClock
 from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
@@ -199,7 +199,7 @@ class ProcessorManager:
             jr.state = "running"
             jr.attempt += 1
             jr.start = t
-            jr.nodes = list(s.nodes)
+            jr.nodes = task_nodes(jr.job.request, s.nodes)
             jr.local = s.sequential
             jr.allocation = f"node {s.node} (local queue)" if s.sequential else s.allocation.describe()
             jr.exec_time = s.runtime
