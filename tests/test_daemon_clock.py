@@ -146,3 +146,45 @@ def test_a_node_restarted_under_a_job_keeps_the_job_placed_on_it_again(tmp_path)
         assert d.node_state(1) == "busy"
     finally:
         d.journal.close()
+
+
+def test_a_failed_task_fails_its_job_after_the_grace_and_a_restarted_daemon_at_once(tmp_path):
+    """mpiexec's rule (manager._abort): the first task that exits non-zero fails its job; the
+    others get ABORT_GRACE to end by themselves, then are killed. A daemon that died between
+    the failure and the abort ends the job when it comes back."""
+    from emulator.live.manager import ABORT_GRACE
+
+    d, clock = daemon(tmp_path)
+    try:
+        for n in range(4):
+            register(d, n)
+        heartbeating(d, range(4))
+        d.from_clients.on_submit(b"client", {"id": 1, "request": {"cube": 1}, "runtime": 50.0})
+        d.kernel.run_once(0)
+        (jr,) = d.jobs.values()
+        node1 = jr.nodes[1]
+        d.wire.clear()
+        d.handle([b"n%d" % node1, P.encode("task_done", node=node1, job=jr.id, attempt=1, rank=1, status=137,
+                                           usage={}, error="Killed")])
+        d.kernel.run(until=clock.now() + ABORT_GRACE * 0.9)
+        assert jr.state == "running" and not sent(d, "kill")  # rank 0 may still end by itself
+        d.kernel.run(until=clock.now() + ABORT_GRACE * 0.2)
+        assert jr.state == "failed" and jr.exit == [None, 137], jr.row()
+        assert jr.reason == f"rank 1 on node {node1} exited 137: Killed; its other ranks were ended"
+        assert sorted(i for i, _ in sent(d, "kill")) == sorted(b"n%d" % n for n in jr.nodes)
+        # the next job's rank 0 failed (journaled), and the daemon died before the grace ended
+        d.from_clients.on_submit(b"client", {"id": 2, "request": {"cube": 1}, "runtime": 50.0})
+        d.kernel.run_once(0)
+        jr2 = d.jobs[jr.id + 1]
+        d.handle([b"n%d" % jr2.nodes[0], P.encode("task_done", node=jr2.nodes[0], job=jr2.id, attempt=1, rank=0,
+                                                  status=3, usage={})])
+        d.kernel.run_once(0)
+        assert jr2.state == "running"
+    finally:
+        d.journal.close()
+    d2 = Daemon(tmp_path, {}, grace=0.5, clock=FakeClock(T0 + 5))
+    try:
+        assert d2.jobs[jr2.id].state == "failed"
+        assert d2.jobs[jr2.id].reason.startswith(f"rank 0 on node {jr2.nodes[0]} exited 3")
+    finally:
+        d2.journal.close()
