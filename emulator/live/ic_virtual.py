@@ -57,6 +57,7 @@ class VirtualMode:
             log.info("cpu clock gauged: the reference work takes %.1f us", self.cpu_gauge * 1e6)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
         self.failed: set = set()
+        self.suspects: set = set()  # jobs the last look found stuck on a rank that ended (check)
         self.ready: dict = {}  # group -> its jobs whose ranks are all in, waiting for the others (group_jobs)
         self._refresh = None
 
@@ -213,15 +214,24 @@ class VirtualMode:
             self.vt.refresh(self.vt.stuck)
 
     def check(self) -> None:
-        """Every DEADLOCK_CHECK seconds: fail the jobs that can never go on."""
+        """Every DEADLOCK_CHECK seconds: fail the jobs that can never go on. One stuck because a
+        rank ended is reported a look later: a rank that exited non-zero fails its job itself
+        (the daemon hears of it from its node within milliseconds), and its status and output
+        say more than the others' wait for it."""
+        later = set()
         for j, waiting in self.vt.deadlocked():
-            if j not in self.failed:
-                self._deadlock(j, waiting)
+            if j in self.failed:
+                continue
+            ended = sorted(r.rank for r in self.vt.ranks.values() if r.job is j and r.state == DONE)
+            if ended and j not in self.suspects:
+                later.add(j)
+            else:
+                self._deadlock(j, waiting, ended)
+        self.suspects = later
 
-    def _deadlock(self, j, waiting) -> None:
+    def _deadlock(self, j, waiting, ended) -> None:
         self.failed.add(j)
         ranks = ", ".join(f"rank {r.rank} waits in {r.what or 'a receive'}" for r in waiting)
-        ended = sorted(r.rank for r in self.vt.ranks.values() if r.job is j and r.state == DONE)
         if ended:  # they are why, most often: a rank that returned or exited early
             who = ", ".join(map(str, ended))
             why = (f"deadlock: rank{'s' if len(ended) > 1 else ''} {who} of job {j.id} ended, and every other "
