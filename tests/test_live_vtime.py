@@ -86,7 +86,7 @@ BAD = textwrap.dedent("""\
         return None
     if c.rank == 0:
         got = [err(lambda: c.send(1, dest=c.size)), err(lambda: c.send(1, dest=1, tag=-5)),
-               err(lambda: c.Send(np.zeros(70_000), dest=1))]
+               err(lambda: c.Send(np.zeros((1 << 23) + 1), dest=1))]  # 64 MiB + 8 B
         c.Send(np.arange(10.0), dest=1, tag=3)
         print("rank 0 errors", [g is not None for g in got], flush=True)
     else:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodes.mpi import MPI
-from nodes.mpi.errors import MAX_MESSAGE
+from nodes.mpi.errors import MAX_MESSAGE, PACKET
 from nodes.mpi.transport import SingletonTransport
 from tests.fixtures.mpi_ranks import Hub, run_ranks
 
@@ -114,6 +114,37 @@ def test_truncation_is_err_truncate():
         return e.value.Get_error_class(), comm.recv(source=0, tag=1)
 
     assert run_ranks(2, prog)[1] == (MPI.ERR_TRUNCATE, "after")
+
+
+def test_a_message_above_a_packet_goes_as_packets_and_arrives_whole():
+    """A 1.5 MiB array and a large object from two senders, received with ANY_SOURCE: each
+    travels as packets of PACKET bytes at most, sent back to back, and is matched, counted and
+    received as one message; probe sees it only whole."""
+    hub = Hub(3)
+    n = 3 * PACKET // 8 + 5  # doubles: three full packets and a bit
+
+    def prog(comm):
+        if comm.rank == 1:
+            comm.Send(np.arange(n, dtype="d"), 0, 5)
+        elif comm.rank == 2:
+            comm.send(list(range(PACKET // 2)), dest=0, tag=6)
+        else:
+            got, st = {}, MPI.Status()
+            for _ in range(2):
+                comm.Probe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+                if st.Get_tag() == 5:
+                    assert st.Get_count(MPI.DOUBLE) == n
+                    b = np.empty(n, dtype="d")
+                    comm.Recv(b, source=1, tag=5)
+                    got[5] = bool((b == np.arange(n)).all())
+                else:
+                    got[6] = comm.recv(source=2, tag=6) == list(range(PACKET // 2))
+            return got
+
+    assert run_ranks(3, prog, hub=hub)[0] == {5: True, 6: True}
+    sizes = {src: [b for s, d, b in hub.sent if s == src] for src in (1, 2)}
+    assert sizes[1][:3] == [PACKET] * 3 and sizes[1][3] == n * 8 - 3 * PACKET
+    assert len(sizes[2]) > 1 and max(sizes[2]) == PACKET
 
 
 @pytest.mark.parametrize("call, error", [

@@ -183,7 +183,7 @@ def test_bad_input_is_an_error_in_that_rank_only(tmp_path):
         r = comm.rank
         if r == 0:
             for call in (lambda: comm.send(1, dest=comm.size), lambda: comm.send(1, dest=1, tag=-2),
-                         lambda: comm.send(b"x" * (1 << 21), dest=1)):
+                         lambda: comm.send(b"x" * ((1 << 26) + 1), dest=1)):
                 try:
                     call()
                 except MPI.Exception as e:

@@ -18,8 +18,8 @@ MAX_MATCH = 64  # envelopes a net_wait names at most (nodes.mpi.matching.MAX_MAT
 # rows of one page of ``queue`` (its ``limit``): a page is cheap to build and send in one turn
 # of the daemon's loop, where a listing of 20,000 rows took it half a second (issue 30)
 QUEUE_PAGE = 1000
-# bytes of one task-to-task message (net_send.data): an MPI message's data (nodes.mpi.errors.MAX_MESSAGE,
-# 512 KiB) and its envelope; a frame stays under MAX_WIRE
+# bytes of one task-to-task message (net_send.data): an MPI packet's data (nodes.mpi.errors.PACKET,
+# 512 KiB; a longer MPI message goes as several) and its envelope; a frame stays under MAX_WIRE
 MAX_PAYLOAD = (1 << 19) + 1024
 
 

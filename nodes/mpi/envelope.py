@@ -9,5 +9,6 @@ import struct
 ENVELOPE = struct.Struct("<IiB")   # context, tag, kind
 HEAD = ENVELOPE.size
 OBJ, BUF = 0, 1                    # kinds: a pickled object, raw buffer bytes
+MORE = 0x80                        # in a kind: a packet of a longer message, more follow (matching)
 
-__all__ = ["BUF", "ENVELOPE", "HEAD", "OBJ"]
+__all__ = ["BUF", "ENVELOPE", "HEAD", "MORE", "OBJ"]

@@ -11,7 +11,11 @@ layer turns it into an ``MPIException`` of class ERR_OTHER that keeps its ``code
 """
 from __future__ import annotations
 
-MAX_MESSAGE = 1 << 19      # user bytes in one message (pickled size for the object API): 512 KiB, a frame under libzmq's 1 MiB
+# user bytes in one network message: 512 KiB, a frame under libzmq's 1 MiB. A longer MPI message
+# goes as several such packets, one after the other (nodes.mpi.matching.Engine), as an MPI
+# library cuts a long message into pieces; each is a worm of its own in the model.
+PACKET = 1 << 19
+MAX_MESSAGE = 1 << 26      # user bytes in one MPI message (pickled size for the object API): 64 MiB
 ENVELOPE_MAX = 1024        # what the MPI layer's envelope may add to a message
 
 SUCCESS = 0

@@ -22,9 +22,8 @@ import atexit
 from collections import deque
 
 from nodes.mpi.constants import ANY_SOURCE, ANY_TAG
-from nodes.mpi.errors import ERR_COUNT, MAX_MESSAGE, MPIException, TransportError, from_transport
-
-from nodes.mpi.envelope import ENVELOPE
+from nodes.mpi.envelope import ENVELOPE, HEAD, MORE
+from nodes.mpi.errors import ERR_COUNT, MAX_MESSAGE, PACKET, MPIException, TransportError, from_transport
 
 
 class Awaited(str):
@@ -133,6 +132,7 @@ class Engine:
         self.rank, self.size = transport.rank, transport.size
         self.matchers: dict[int, Matcher] = {}
         self.orphans: dict[int, list] = {}
+        self.packets: dict[int, list] = {}  # source -> the packets of its message so far (dispatch)
         self.next_ctx = 4      # 0/1: COMM_WORLD, 2/3: COMM_SELF
         self.finalized = False
 
@@ -149,22 +149,47 @@ class Engine:
         if nbytes > MAX_MESSAGE:
             raise MPIException(ERR_COUNT, f"a message of {nbytes} bytes is above the limit of {MAX_MESSAGE} "
                                           f"(nodes.mpi.errors.MAX_MESSAGE); nothing was sent")
-        payload = b"".join((ENVELOPE.pack(ctx, tag, kind), data))
         if dest == self.rank:  # to itself: no network, as an MPI library short-cuts it
-            self.dispatch(dest, payload)
+            self.dispatch(dest, b"".join((ENVELOPE.pack(ctx, tag, kind), data)))
             return
         try:
-            self.t.send(dest, payload, nbytes)
+            if nbytes <= PACKET:
+                self.t.send(dest, b"".join((ENVELOPE.pack(ctx, tag, kind), data)), nbytes)
+            else:
+                self._send_packets(ctx, dest, tag, kind, data)
         except TransportError as e:
             raise from_transport(e) from None
 
+    def _send_packets(self, ctx: int, dest: int, tag: int, kind: int, data) -> None:
+        """A message above PACKET as packets sent back to back: a sender's messages to one
+        receiver arrive in order, so nothing comes between them and the receiver joins them
+        (``dispatch``) before any receive can match the message."""
+        view = memoryview(data).cast("B")
+        more, last = ENVELOPE.pack(ctx, tag, kind | MORE), ENVELOPE.pack(ctx, tag, kind)
+        n = len(view)
+        for at in range(0, n, PACKET):
+            part = view[at:at + PACKET]
+            self.t.send(dest, b"".join((more if at + PACKET < n else last, part)), len(part))
+
     def dispatch(self, src: int, payload: bytes) -> None:
         ctx, tag, kind = ENVELOPE.unpack_from(payload)
+        if kind & MORE or (self.packets and src in self.packets):
+            payload = self._joined(src, payload, kind)
+            if payload is None:
+                return
         m = self.matchers.get(ctx)
         if m is None:
             self.orphans.setdefault(ctx, []).append((src, tag, kind, payload))
         else:
             m.deliver(src, tag, kind, payload)
+
+    def _joined(self, src: int, payload: bytes, kind: int) -> bytes | None:
+        """The whole message once its last packet is in (its envelope has no MORE), else None."""
+        body = memoryview(payload)[HEAD:]
+        if kind & MORE:
+            self.packets.setdefault(src, []).append(body)
+            return None
+        return b"".join((payload[:HEAD], *self.packets.pop(src), body))
 
     def progress(self, block: bool, what: str = "") -> None:
         """Hand what the transport delivered to the matchers (block: wait for one message)."""
