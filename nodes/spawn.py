@@ -11,6 +11,7 @@ import math
 import os
 import pwd
 import shutil
+import shlex
 import signal
 import time
 
@@ -42,6 +43,29 @@ def account(m) -> tuple[int, int, str] | None:
     return pw.pw_uid, pw.pw_gid, name
 
 
+def task_command(m) -> str:
+    """The shell command a command task runs: the job's own, in its working directory (``cwd``,
+    as srun and mpiexec run tasks where they were called) and, on rank 0, reading ``stdin`` (what
+    mpiexec forwards its stdin to). Done by the task's shell, after any drop to the task's account:
+    it opens them with that account's rights, and every way a task starts (warm, cold, as
+    another account) gets them the same way."""
+    pre = []
+    if m.get("cwd"):
+        pre.append(f"cd -- {shlex.quote(m['cwd'])} || exit 127")
+    if m.get("stdin") and m["rank"] == 0:
+        pre.append(f"exec <{shlex.quote(m['stdin'])} || exit 127")
+    return "\n".join([*pre, m["command"]])
+
+
+def check_paths(m) -> None:
+    """OSError, which fails the task as one that cannot start, when the job's working directory
+    is not on this host: the shell's own complaint would be one line of output among the rest."""
+    cwd = m.get("cwd")
+    if cwd and m.get("command") and not os.path.isdir(cwd):
+        raise OSError(f"its working directory {cwd} is not a directory on this host (mcemu run -D DIR "
+                      f"names another)")
+
+
 class Spawner:
     """A task's process: the warm child when there is one, else a cold spawn."""
 
@@ -50,6 +74,7 @@ class Spawner:
 
     def spawn(self, m) -> tuple:
         """(pid, write end of a warm synthetic task's pipe or None, its cgroup or None)."""
+        check_paths(m)
         cg = self.a.box.make(m["job"], m["attempt"], m["rank"])
         try:
             return (*self._spawn(m, cg), cg)
@@ -95,7 +120,7 @@ class Spawner:
                     os.dup2(fd, 1)
                     os.dup2(fd, 2)
                     os.closerange(3, 65536)
-                    os.execve("/bin/sh", ["/bin/sh", "-c", m["command"]], env)
+                    os.execve("/bin/sh", ["/bin/sh", "-c", task_command(m)], env)
                 # a gang task is ended by the agent when its dispatched time is used up
                 deadline = math.inf if m.get("gang") else time.monotonic() + m["runtime_s"]
                 if m.get("burn"):
@@ -110,6 +135,24 @@ class Spawner:
             except BaseException:
                 os._exit(127)
         return pid, None
+
+    def failed(self, m, why: str) -> None:
+        """Say in the task's output file why it could not start: ``mcemu run`` streams that file,
+        so the user reads it where the program's own output would have been."""
+        out = output_path(self.a, m)
+        if out is None:
+            return
+        try:
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                user = account(m)
+                if user is not None:
+                    os.fchown(fd, user[0], user[1])
+                os.write(fd, f"mcemu: rank {m['rank']} on node {self.a.node}: {why}\n".encode())
+            finally:
+                os.close(fd)
+        except OSError:  # the report to the daemon says it anyway
+            pass
 
     def _env(self, m) -> dict:
         env = dict(os.environ)
@@ -132,7 +175,7 @@ class Spawner:
         env.update(HOME=pw.pw_dir, USER=name, LOGNAME=name)
         drop = [SETPRIV, "--reuid", str(uid), "--regid", str(gid), "--init-groups", "--pdeathsig", "KILL", "--"]
         if m.get("command"):
-            argv = drop + ["/bin/sh", "-c", m["command"]]
+            argv = drop + ["/bin/sh", "-c", task_command(m)]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                   (os.POSIX_SPAWN_OPEN, 1, out or os.devnull, os.O_WRONLY, 0),
                   (os.POSIX_SPAWN_DUP2, 1, 2)]
@@ -152,7 +195,7 @@ class Spawner:
         the start latency of a 64-node job is the slowest of 64 spawns. setpriv sets
         PR_SET_PDEATHSIG before exec'ing the task, as the fork path does."""
         if m.get("command"):
-            argv = [SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", m["command"]]
+            argv = [SETPRIV, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", task_command(m)]
             fa = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                   (os.POSIX_SPAWN_OPEN, 1, out or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
                   (os.POSIX_SPAWN_DUP2, 1, 2)]

@@ -129,6 +129,7 @@ class TaskTable:
             rec = {"job": m["job"], "attempt": m["attempt"], "rank": m["rank"], "status": 127, "usage": {}}
             self._remember(key)
             self.unacked[key] = rec
+            self.a.spawner.failed(m, f"cannot start task: {e}")
             self.a._send("task_done", node=self.a.node, error=f"cannot start task: {e}", **rec)
             self.a._wake(self.a.warm.at)
             return

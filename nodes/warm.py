@@ -26,7 +26,7 @@ import random
 import shlex
 import signal
 
-from nodes.spawn import SETPRIV
+from nodes.spawn import SETPRIV, task_command
 
 WARM_FIRST = (3.0, 2.0)  # the first warm child: 3-5 s after registration (random), so that the
                          # nodes' warm children are not started while the other nodes start up
@@ -115,7 +115,7 @@ class WarmChild:
         # the output file is created 0600 as a cold spawn creates it; the command gets the
         # agent's umask back
         lines += ["umask 077", f"exec >{q(out or os.devnull)}", f"umask {self.a.umask:04o}",
-                  f"exec /bin/sh -c {q(m['command'])} </dev/null 2>&1"]
+                  f"exec /bin/sh -c {q(task_command(m))} </dev/null 2>&1"]
         script = ("\n".join(lines) + "\n").encode()
         if len(script) > WARM_MAX_SCRIPT:
             return None

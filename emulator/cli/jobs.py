@@ -43,7 +43,14 @@ def cmd_submit(args) -> int:
 
     from emulator.cli.net import pattern_job  # lazy: see the module's imports
 
+    from emulator.cli.run import workdir  # lazy: see the module's imports
+
     request = _parse_request(args)
+    own = args.task_command and not args.pattern
+    if args.chdir and not own:
+        raise UsageError("-D/--chdir goes with --command (a task that runs a program)")
+    # a command runs where it was submitted, as srun's; a ready-made pattern task where it always did
+    cwd = workdir(args.chdir) if own else None
     with connect(args) as c:
         command, runtime = pattern_job(args, request, c) if args.pattern else (args.task_command, args.runtime)
         if runtime is None:
@@ -51,7 +58,7 @@ def cmd_submit(args) -> int:
         if runtime <= 0:
             raise UsageError(f"--runtime must be > 0, got {runtime}")
         try:
-            jid = c.submit(request, runtime, args.name or "", command, args.burn)
+            jid = c.submit(request, runtime, args.name or "", command, args.burn, cwd=cwd)
         except DaemonError as e:
             raise UsageError(str(e)) from None
     if args.json:
@@ -241,26 +248,7 @@ def _report_wait(args, ids: list[int], jobs: list[dict]) -> int:
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("submit", help="submit one job")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--cube", type=int, help="a K-cube")
-    g.add_argument("--shape", help="a WxH submesh")
-    g.add_argument("--nodes", type=int, help="a processor count")
-    p.add_argument("--runtime", type=float, help="run time in model time units (required without --pattern)")
-    p.add_argument("--name")
-    p.add_argument("--pattern", help="a ready-made task that runs this communication pattern (transpose, "
-                                     "diagonal, ring, ...; needs --shape and a cluster with --network)")
-    p.add_argument("--mtbs", type=float, default=0.0, help="--pattern: mean time between sends, network us (0)")
-    p.add_argument("--iterations", type=int, default=100, help="--pattern: measured messages per path (100)")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="--pattern: messages per path before those measured (default a tenth of --iterations)")
-    p.add_argument("--seed", type=int, default=0, help="--pattern: seed of the computation times (0)")
-    p.add_argument("--group", help="--pattern: keep sending (unmeasured) until every job of this group is done, "
-                                   "as `mcemu net simulate` keeps every path sending")
-    p.add_argument("--command", dest="task_command", help="shell command each task runs (default: a synthetic task)")
-    p.add_argument("--burn", action="store_true", help="synthetic task burns CPU instead of sleeping")
-    client_options(p)
-    p.set_defaults(func=cmd_submit)
+    _submit_parser(sub)
 
     p = sub.add_parser("queue", help="waiting and running jobs (like squeue)")
     p.add_argument("--all", action="store_true", help="include finished jobs")
@@ -302,3 +290,28 @@ def add_commands(sub) -> None:
     p.add_argument("--key", help="credential file for a tcp daemon (`mcemu keys issue`; default: MCEMU_KEY)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_wait)
+
+
+def _submit_parser(sub) -> None:
+    p = sub.add_parser("submit", help="submit one job")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--cube", type=int, help="a K-cube")
+    g.add_argument("--shape", help="a WxH submesh")
+    g.add_argument("--nodes", type=int, help="a processor count")
+    p.add_argument("--runtime", type=float, help="run time in model time units (required without --pattern)")
+    p.add_argument("--name")
+    p.add_argument("--pattern", help="a ready-made task that runs this communication pattern (transpose, "
+                                     "diagonal, ring, ...; needs --shape and a cluster with --network)")
+    p.add_argument("--mtbs", type=float, default=0.0, help="--pattern: mean time between sends, network us (0)")
+    p.add_argument("--iterations", type=int, default=100, help="--pattern: measured messages per path (100)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="--pattern: messages per path before those measured (default a tenth of --iterations)")
+    p.add_argument("--seed", type=int, default=0, help="--pattern: seed of the computation times (0)")
+    p.add_argument("--group", help="--pattern: keep sending (unmeasured) until every job of this group is done, "
+                                   "as `mcemu net simulate` keeps every path sending")
+    p.add_argument("--command", dest="task_command", help="shell command each task runs (default: a synthetic task)")
+    p.add_argument("-D", "--chdir", metavar="DIR", help="--command: the tasks' working directory on their nodes "
+                                                        "(default: this one, as srun's)")
+    p.add_argument("--burn", action="store_true", help="synthetic task burns CPU instead of sleeping")
+    client_options(p)
+    p.set_defaults(func=cmd_submit)

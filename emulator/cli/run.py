@@ -15,6 +15,16 @@ with ``mcemu node`` writes on its own host). The program runs with ``PYTHONUNBUF
 a Python rank's lines appear as it prints them, not when its buffer fills. A requeued job (a
 node died) starts its files afresh; the lines of the new attempt follow.
 
+**Where, and stdin.** Every rank starts in the caller's working directory (``-D DIR``: another;
+a directory missing on a node's host fails that rank, which cannot start). Rank 0 reads this
+command's stdin as it comes (emulator.cli._stdin), when it is a file or a pipe and the nodes are
+this host's; a terminal is not read (rank 0, as every other rank, gets /dev/null), nor anything
+with ``--input none``. A requeued job's rank 0 reads on from where its previous one stopped.
+
+**Output of this job only.** An output file last written before this command submitted its job
+(an older cluster's job of the same id on this home) is not shown: the node truncates it when
+the rank starts, and it is read from then on.
+
 **Time limit.** The daemon's policies want a run time; a program's is ``--time`` seconds
 (:data:`DEFAULT_TIME`, an hour, by default), converted to the cluster's time unit. This command
 cancels the job when it has run that long (the daemon itself does not end a command job).
@@ -29,23 +39,28 @@ import time
 from pathlib import Path
 
 from emulator.cli import UsageError
+from emulator.cli import _stdin
 from emulator.cli._client import FINISHED, client_options, connect, printable, ranges
 from emulator.cli.jobs import _parse_request
 from emulator.live import home as homemod
 
 DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
 POLL = 0.1  # seconds between two looks at the job and its output files
+# an output file last written this long before the submit is an older job's: a file's times come
+# from the kernel's coarse clock, a tick (at most 10 ms) behind the one time.time() reads
+STALE = 0.5
 
 
 class Output:
     """The ranks' output files of one job, followed: each poll writes their new complete lines
     (``label``: prefixed ``RANK: ``) to ``sink``, rank by rank."""
 
-    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None):
+    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0):
         self.outdir, self.job, self.label = outdir, job, label
         self.sink = sink or sys.stdout.buffer
         self.at: dict[int, int] = {}  # rank -> bytes read
         self.partial: dict[int, bytes] = {}  # rank -> an unfinished last line
+        self.since = since  # wall time: a file not written since is another job's (module docstring)
 
     def poll(self, ranks: int, final: bool = False) -> None:
         if self.outdir is None:
@@ -69,7 +84,10 @@ class Output:
         path = self.outdir / f"job{self.job}.{rank}.out"
         try:
             with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
+                st = os.fstat(f.fileno())
+                if st.st_mtime < self.since:
+                    return b""
+                size = st.st_size
                 if size < self.at.get(rank, 0):  # truncated: a new attempt's file
                     self.at[rank], self.partial[rank] = 0, b""
                 f.seek(self.at.get(rank, 0))
@@ -119,37 +137,61 @@ def cmd_run(args) -> int:
         raise UsageError(f"--time must be > 0 seconds, got {args.time}")
     request = _request(args)
     command = "PYTHONUNBUFFERED=1 " + shlex.join(args.program)
-    with connect(args) as c:
-        unit = float(c.status()["config"]["time_unit"])
-        try:
-            jid = c.submit(request, args.time / unit, args.name or _name(args.program), command)
-        except DaemonError as e:
-            raise UsageError(str(e)) from None
-        note = (lambda msg: print(f"mcemu run: {msg}", file=sys.stderr, flush=True))
-        if args.verbose:
-            note(f"job {jid} submitted: {shlex.join(args.program)}")
-        outdir = _outdir(args)
-        if outdir is None:
-            note(f"the ranks' output stays on the nodes' host (job{jid}.RANK.out in their output directory)")
-        out = Output(outdir, jid, args.label)
-        job = None
-        try:
-            job = _follow(c, jid, out, args, note)
-        except KeyboardInterrupt:
-            _cancel(c, jid, note, "cancelled (Ctrl-C)")
-            job = {"state": "cancelled", "interrupted": True}
-        finally:
-            if job is None:  # SIGTERM, SIGHUP, a lost daemon: the job does not outlive its command
-                _cancel(c, jid, note, "cancelled")
-    return _exit_status(job, jid, note)
+    cwd = workdir(args.chdir)
+    outdir = _outdir(args)
+    pump = _stdin.StdinPump(outdir.parent) if outdir is not None and args.input == "0" and _stdin.wanted() else None
+    try:
+        with connect(args) as c:
+            unit = float(c.status()["config"]["time_unit"])
+            since = time.time() - STALE
+            try:
+                jid = c.submit(request, args.time / unit, args.name or _name(args.program), command, cwd=cwd,
+                               stdin=pump and str(pump.path))
+            except DaemonError as e:
+                raise UsageError(str(e)) from None
+            job = _attend(c, jid, Output(outdir, jid, args.label, since=since), args, pump)
+    finally:
+        if pump is not None:
+            pump.close()
+    return _exit_status(job, jid, _note)
 
 
-def _follow(c, jid: int, out: Output, args, note) -> dict:
+def _note(msg: str) -> None:
+    print(f"mcemu run: {msg}", file=sys.stderr, flush=True)
+
+
+def workdir(chdir: str | None) -> str:
+    """The tasks' working directory, absolute: ``-D DIR`` (relative to ours) or ours."""
+    try:
+        return os.path.abspath(chdir) if chdir else os.getcwd()
+    except FileNotFoundError:  # ours was removed
+        raise UsageError("the working directory no longer exists: give -D DIR") from None
+
+
+def _attend(c, jid: int, out: Output, args, pump) -> dict:
+    """Follow job ``jid`` to its end (Ctrl-C, SIGTERM, a lost daemon: it is cancelled); its record."""
+    if args.verbose:
+        _note(f"job {jid} submitted: {shlex.join(args.program)}")
+    if out.outdir is None:
+        _note(f"the ranks' output stays on the nodes' host (job{jid}.RANK.out in their output directory)")
+    job = None
+    try:
+        job = _follow(c, jid, out, args, _note, pump)
+    except KeyboardInterrupt:
+        _cancel(c, jid, _note, "cancelled (Ctrl-C)")
+        job = {"state": "cancelled", "interrupted": True}
+    finally:
+        if job is None:  # SIGTERM, SIGHUP, a lost daemon: the job does not outlive its command
+            _cancel(c, jid, _note, "cancelled")
+    return job
+
+
+def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
     """Poll the job (as ``mcemu wait`` does) and its output until it ends; the job's record."""
     from emulator.live.client import ClientTimeout  # lazy: see emulator.cli.jobs
 
     state, started, silent = None, None, False
-    ranks = 0
+    ranks, attempt = 0, None
     while True:
         try:
             job = c.queue(jobs=[jid])["jobs"][0]
@@ -161,6 +203,10 @@ def _follow(c, jid: int, out: Output, args, note) -> dict:
             time.sleep(POLL)
             continue
         ranks = max(ranks, len(job.get("nodes") or ()))
+        if pump is not None and job.get("attempt") != attempt:
+            if attempt:  # a requeued job: its new rank 0 opens the FIFO again
+                pump.again()
+            attempt = job.get("attempt")
         if job["state"] != state:
             state = job["state"]
             if state == "running" and started is None:
@@ -233,6 +279,11 @@ def add_commands(sub) -> None:
                    help=f"time limit: the run time the policies plan with; the job is cancelled when it has "
                         f"run this long ({DEFAULT_TIME:g})")
     p.add_argument("--name", help="job name (default: the script's or the program's)")
+    p.add_argument("-D", "--chdir", metavar="DIR",
+                   help="the ranks' working directory on their nodes (default: this one, as srun and mpiexec)")
+    p.add_argument("--input", choices=("0", "none"), default="0",
+                   help="who reads this command's stdin: rank 0 (0, the default, as mpiexec; not when it is a "
+                        "terminal, which is never read: every rank then gets /dev/null) or nobody (none)")
     p.add_argument("--verbose", "-v", action="store_true", help="say when the job is queued, starts and ends")
     client_options(p, json=False)
     p.add_argument("program", nargs="...", metavar="PROGRAM [ARGS ...]", help="the command every rank runs")

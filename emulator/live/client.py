@@ -120,7 +120,9 @@ class Client:
         return bool(self.request("ping", timeout)["pong"])
 
     def submit(self, request: dict, runtime: float, name: str = "", command: str | None = None,
-               burn: bool = False, timeout=None) -> int:
+               burn: bool = False, timeout=None, cwd: str | None = None, stdin: str | None = None) -> int:
+        """``cwd``: the command's working directory on its nodes; ``stdin``: what rank 0 reads
+        (absolute paths; None: the node agent's directory and /dev/null)."""
         f = {"request": request, "runtime": float(runtime)}
         if name:
             f["name"] = name
@@ -128,6 +130,10 @@ class Client:
             f["command"] = command
         if burn:
             f["burn"] = True
+        if cwd:
+            f["cwd"] = cwd
+        if stdin:
+            f["stdin"] = stdin
         return self.request("submit", timeout, **f)["job"]
 
     def submit_many(self, jobs, window: int = 512, timeout=None) -> list:

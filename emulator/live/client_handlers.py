@@ -50,11 +50,15 @@ class ClientHandlers:
                 auth.can_run(user, msg["command"], m.home)
         except ValueError as e:
             return m._error(ident, "forbidden", str(e), msg["id"])
+        paths = {k: msg[k] for k in ("cwd", "stdin") if msg.get(k)}
+        if paths and not msg.get("command"):
+            return m._error(ident, "bad-request", f"{' and '.join(paths)} only go with a command", msg["id"])
         jid = m.book.next_id
         data = {"request": msg["request"], "runtime": msg["runtime"], "name": msg.get("name") or f"job{jid}",
                 "command": msg.get("command"), "burn": bool(msg.get("burn", False)), "owner": p.name}
         if user:
             data["user"] = user
+        data.update(paths)  # journaled with the submit: a recovered daemon's replay keeps them
         try:
             t = m._input("submit", job=jid, data=data)
         except (RequestError, TopologyError, JobError, ValueError) as e:

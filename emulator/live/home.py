@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 from pathlib import Path
 
 import psutil
@@ -139,6 +140,15 @@ def read_json(path: Path):
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def clear_trace(home: Path, job: int) -> None:
+    """Empty job ``job``'s program trace directory (``traces/job-<id>``, nodes.mpi.live) before
+    its ranks start: a rank file of an older job of that id (a home whose journal was removed),
+    or of an earlier attempt, would be replayed with this attempt's."""
+    d = home / "traces" / f"job-{job}"
+    if d.is_dir():
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def raise_nofile(need: int) -> int:

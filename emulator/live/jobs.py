@@ -36,11 +36,14 @@ class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
                  "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm", "failure",
-                 "abort")
+                 "abort", "cwd", "stdin")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0,
-                 owner=None, user=None):
+                 owner=None, user=None, cwd=None, stdin=None):
         self.id = id
+        # a command's working directory and rank 0's stdin on its nodes (None: the node agent's
+        # directory, /dev/null): kept in the journal's submit event, not in a column of its own
+        self.cwd, self.stdin = cwd, stdin
         # the principal that submitted it (emulator.live.auth) and the local account its tasks
         # run as (None: the daemon's own)
         self.owner, self.user = owner, user
@@ -104,6 +107,7 @@ class JobRec:
         d = self.row()
         d["request_text"] = str(self.job.request)
         d["exec_time"] = self.exec_time
+        d["cwd"] = self.cwd
         return d
 
 

@@ -39,6 +39,7 @@ from bisect import insort
 
 from emulator.live import auth
 from emulator.live import config as configmod
+from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live import recovery, views
 from emulator.live import secret as secretmod
@@ -212,6 +213,8 @@ class ProcessorManager:
                 continue
             self.journal.event("start", t, jr.id, None, {"nodes": jr.nodes, "attempt": jr.attempt})
             self.book.transition(jr, "running", t)
+            if jr.command and self.cfg.get("network"):  # a program that may write a trace
+                homemod.clear_trace(self.home, jr.id)
             jr.all_started_wall = None  # per attempt: a requeued job reports "started" again
             each = [{"rank": rank, "node": n, "secret": self._secret(jr, rank)} for rank, n in enumerate(jr.nodes)]
             frames = P.encode_each("run", self._run_fields(jr), each)
@@ -226,6 +229,10 @@ class ProcessorManager:
                  command=jr.command, burn=jr.burn, name=jr.name)
         if jr.user:
             f["user"] = jr.user
+        if jr.cwd:
+            f["cwd"] = jr.cwd
+        if jr.stdin:
+            f["stdin"] = jr.stdin
         self.slots.run_fields(jr, f)
         return f
 

@@ -51,7 +51,8 @@ class PolicyPort:
         p = self.policy
         if kind == "submit":
             jr = JobRec(job, data["request"], data["runtime"], data.get("name", ""), data.get("command"),
-                        data.get("burn", False), t, data.get("owner"), data.get("user"))
+                        data.get("burn", False), t, data.get("owner"), data.get("user"), data.get("cwd"),
+                        data.get("stdin"))
             out = p.arrive(jr.job, t)  # a refusal raises here, before anything is registered
             self.book.add(jr)
             return out

@@ -16,7 +16,9 @@ current incarnation is the last ``incarnation`` (or ``node_up``) event of it: ev
 journaled, so a restart the daemon already faulted is never counted again after a recovery.
 
 A journal closed by a clean stop (``mcemu down``) is history: ``open_journal`` moves it aside
-and the new daemon starts a new cluster, with new settings if asked.
+and the new daemon starts a new cluster, with new settings if asked. Its job ids go on after the
+highest the home ever used (``last_job`` in the new journal's meta), as Slurm's do: a job id
+names its output files and its trace directory in the home, and a new job 1 found job 1's.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def open_journal(home: Path, fsync: bool = False) -> tuple[Journal, dict]:
     meta = journal.get_meta()
     if not meta.get("closed"):
         return journal, meta
+    last = max(int(meta.get("last_job", 0)), journal.max_job_id())
     journal.db.close()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     os.replace(jpath, jpath.with_name(f"journal.{stamp}.{os.getpid()}.db"))
@@ -46,14 +49,18 @@ def open_journal(home: Path, fsync: bool = False) -> tuple[Journal, dict]:
             os.unlink(str(jpath) + suffix)
         except FileNotFoundError:
             pass
-    return Journal(jpath, fsync=fsync), {}
+    journal = Journal(jpath, fsync=fsync)
+    if last:
+        journal.set_meta(last_job=last)
+    return journal, {}
 
 
 def pending_meta(home: Path) -> dict:
     """The meta data of the cluster a daemon started on ``home`` would continue: {} when the
-    journal is missing or was closed by a clean stop (history, see ``open_journal``)."""
+    journal is missing, was closed by a clean stop (history, see ``open_journal``) or holds no
+    cluster yet (only the ids carried over: its daemon died before it served)."""
     meta = Journal.read_meta(homemod.journal_path(home))
-    return {} if meta.get("closed") else meta
+    return {} if meta.get("closed") or "config" not in meta else meta
 
 
 def replay(m, grace: float) -> int:
@@ -79,7 +86,8 @@ def replay(m, grace: float) -> int:
     finally:
         m.replaying = False
     _restore_job_rows(m)
-    m.book.next_id = max(m.book.next_id, m.journal.max_job_id() + 1)
+    m.book.next_id = max(m.book.next_id, m.journal.max_job_id() + 1,
+                         int(m.journal.get_meta().get("last_job", 0)) + 1)
     m.registry.expect_back(incarnations, m.clock(), grace)
     if n_events:
         running = sum(1 for j in m.jobs.values() if j.state == "running")

@@ -11,6 +11,7 @@ MAX_FRAME = 256 * 1024          # largest request frame the daemon decodes (erro
 MAX_WIRE = 1024 * 1024          # libzmq drops (disconnects) anything larger: zmq.MAXMSGSIZE
 MAX_REPLY = 64 * 1024 * 1024    # replies and events may be large (a full queue listing)
 MAX_STR = 8192
+MAX_PATH = 4096  # Linux's PATH_MAX: a job's working directory or stdin, as the caller named it
 MAX_LIST = 1 << 16
 MAX_NODE = 1 << 20
 MAX_ID = (1 << 63) - 1
@@ -162,6 +163,14 @@ def _request(v):
     return {k: x}
 
 
+def _path(v):
+    """An absolute path of a job's caller (its working directory, its stdin): opened by the
+    task on its node, so it must mean the same from any working directory there."""
+    if not isinstance(v, str) or not 0 < len(v) <= MAX_PATH or not v.startswith("/") or "\0" in v:
+        raise ValueError(f"must be an absolute path of at most {MAX_PATH} chars, without NUL")
+    return v
+
+
 def _any(v):
     return v
 
@@ -207,7 +216,8 @@ SCHEMAS: dict[str, dict] = {
     "run": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "node": (NODE, R),
             "nodes": (_list(NODE), R), "runtime_s": (_num(0, 1e9), R), "command": (_opt(_str()), O),
             "burn": (_bool, O), "name": (_str(255), O), "gang": (_bool, O), "suspended": (_bool, O),
-            "user": (_str(64, empty=False), O), "secret": (_str(128, empty=False), O)},
+            "user": (_str(64, empty=False), O), "secret": (_str(128, empty=False), O),
+            "cwd": (_opt(_path), O), "stdin": (_opt(_path), O)},
     "switch": {"slot": (_int(0, MAX_ID), R), "stop": (_list(JOB), R), "run": (_list(JOB), R)},
     "suspend": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
     "resume": {"job": (JOB, R), "attempt": (_opt(ATTEMPT), O)},
@@ -216,7 +226,9 @@ SCHEMAS: dict[str, dict] = {
     "shutdown": {"id": (REQ_ID, O)},
     # client -> daemon
     "submit": {"id": (REQ_ID, R), "request": (_request, R), "runtime": (_num(1e-9, 1e9), R),
-               "name": (_str(255), O), "command": (_opt(_str()), O), "burn": (_bool, O)},
+               "name": (_str(255), O), "command": (_opt(_str()), O), "burn": (_bool, O),
+               # a command's working directory and rank 0's stdin (``mcemu run``): absolute paths
+               "cwd": (_opt(_path), O), "stdin": (_opt(_path), O)},
     "cancel": {"id": (REQ_ID, R), "job": (JOB, R)},
     "queue": {"id": (REQ_ID, R), "all": (_bool, O), "jobs": (_list(JOB), O),
               "after": (_int(0, MAX_ID), O), "limit": (_int(1, QUEUE_PAGE), O)},

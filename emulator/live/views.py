@@ -74,6 +74,7 @@ def page(m, jobs=None, all=False, viewer=None, after: int = 0, limit: int | None
             r = rows[k] = dict(r)
             if hidden:
                 r["command"] = "(hidden: another principal's job)"
+                r["cwd"] = None  # a path of another principal's, as telling as its command
             if r["state"] == "queued" and r["id"] in held:
                 r["state"], r["reason"] = "held", held[r["id"]]
     if m.stack.gang:
