@@ -151,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv, before) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the command's usage, not mcemu's: argparse's own error names the top parser
+        (_subparser(parser, getattr(args, "command", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -168,6 +171,13 @@ def _main(argv, before) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args and not str(e).startswith("unknown") else e
         print(f"mcemu {args.command}: error: {msg}", file=sys.stderr)
         return 2
+
+
+def _subparser(parser, name):
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            return a.choices.get(name)
+    return None
 
 
 def _refused(e: Exception) -> bool:

@@ -34,6 +34,8 @@ def _parse_request(args) -> dict:
             w, h = (int(x) for x in args.shape.lower().split("x"))
         except ValueError:
             raise UsageError(f"--shape must be WxH, got {args.shape!r}") from None
+        if w < 1 or h < 1:
+            raise UsageError(f"--shape {args.shape}: each side must be at least 1")
         return {"shape": [w, h]}
     return {"nodes": args.nodes}
 
@@ -297,7 +299,7 @@ def _submit_parser(sub) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--cube", type=int, help="a K-cube")
     g.add_argument("--shape", help="a WxH submesh")
-    g.add_argument("--nodes", type=int, help="a processor count")
+    g.add_argument("--nodes", "-n", type=int, help="a processor count (-n: sbatch's and mpiexec's name)")
     p.add_argument("--runtime", type=float, help="run time in model time units (required without --pattern)")
     p.add_argument("--name")
     p.add_argument("--pattern", help="a ready-made task that runs this communication pattern (transpose, "

@@ -153,7 +153,7 @@ def cmd_run(args) -> int:
     finally:
         if pump is not None:
             pump.close()
-    return _exit_status(job, jid, _note)
+    return _exit_status(job, jid, _note, args.verbose)
 
 
 def _note(msg: str) -> None:
@@ -245,12 +245,14 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _exit_status(job: dict, jid: int, note) -> int:
+def _exit_status(job: dict, jid: int, note, verbose: bool = False) -> int:
     """0 completed; 130 after Ctrl-C; a failing rank's status (128 + N: killed by signal N)
     where known, else 1."""
     if job.get("interrupted"):
         return 130
     if job["state"] == "completed":
+        if verbose:
+            note(f"job {jid} completed")
         return 0
     failure = job.get("failure") or {}  # the first rank that failed, not the lowest-numbered one
     bad = (failure["rank"], failure["status"]) if failure.get("status") else \
