@@ -98,7 +98,7 @@ def test_ctrl_c_cancels_the_job(cluster, tmp_path):
 def test_usage_errors(cluster):
     for args, message in ((["-n", 3, "--shape", "2x2", "true"], "-n 3 but --shape asks for 4 nodes"),
                           (["-n", 2], "no program to run"), (["true"], "give -n N"),
-                          (["-n", 0, "--shape", "0x2", "true"], "--shape 0x2: each side must be at least 1"),
+                          (["--shape", "0x2", "true"], "--shape 0x2: each side must be at least 1"),
                           (["-n", 2, "--bogus", "true"], "mcemu run: error: unrecognized arguments: --bogus")):
         r = cluster.mcemu("run", *args, check=False)
         assert r.returncode == 2 and message in r.stderr, r.stderr
