@@ -8,7 +8,7 @@ from nodes.mpi import errors as _errors
 from nodes.mpi import timing as _timing
 from nodes.mpi.comm import Comm
 from nodes.mpi.constants import *  # noqa: F401,F403  (PROC_NULL, ANY_SOURCE, Datatype, Op, SUM ...)
-from nodes.mpi.constants import DATATYPES as _DATATYPES, THREAD_SINGLE as _THREAD
+from nodes.mpi.constants import DATATYPES as _DATATYPES, THREAD_MULTIPLE as _THREAD
 from nodes.mpi.constants import _typedict  # noqa: F401  (mpi4py's, by numpy dtype.char)
 from nodes.mpi.errors import (  # noqa: F401
     ERR_ARG, ERR_BUFFER, ERR_COMM, ERR_COUNT, ERR_DIMS, ERR_GROUP, ERR_IN_STATUS, ERR_INTERN, ERR_LASTCODE,
@@ -42,7 +42,9 @@ def Init() -> None:
     pass
 
 
-def Init_thread(required: int = 3) -> int:
+# mpi4py initialises with THREAD_MULTIPLE (rc.thread_level) and MPICH provides it: programs
+# that test the level see what they would there
+def Init_thread(required: int = _THREAD) -> int:
     return _THREAD
 
 
