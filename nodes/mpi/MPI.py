@@ -42,7 +42,10 @@ def Init() -> None:
     pass
 
 
-def Init_thread(required: int = 3) -> int:
+# THREAD_SINGLE, where MPICH gives mpi4py's THREAD_MULTIPLE: nothing in this layer guards its
+# state against calls from two threads, and a program that tests the level before it starts
+# threads must not be told it may (docs/ARCHITECTURE.md: a rank progresses inside MPI calls)
+def Init_thread(required: int = _THREAD) -> int:
     return _THREAD
 
 

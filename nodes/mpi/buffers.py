@@ -3,10 +3,11 @@
 A message is ``buf`` (a numpy array, bytes, bytearray, memoryview or any buffer object),
 ``[buf, datatype]``, ``[buf, count, datatype]``, ``[buf, (count, displ), datatype]`` or
 ``[buf, count, displ, datatype]``; the vector collectives take ``[buf, counts, displs,
-datatype]``, ``[buf, (counts, displs), datatype]`` or ``[buf, counts, datatype]`` (displs
-then packed). Without a datatype a numpy array's is its dtype's (MPI._typedict) and any
-other buffer's is MPI.BYTE. A datatype may differ from the array's dtype (an int64 array
-sent as MPI.INT is two INTs an element, as in C); the array must then be contiguous.
+datatype]``, ``[buf, (counts, displs), datatype]``, ``[buf, counts, datatype]``, ``[buf,
+counts]``, ``[buf, datatype]`` or a bare buffer (see :func:`vector`). Without a datatype a
+numpy array's is its dtype's (MPI._typedict) and any other buffer's is MPI.BYTE. A datatype
+may differ from the array's dtype (an int64 array sent as MPI.INT is two INTs an element, as
+in C); the array must then be contiguous.
 
 Data travels as bytes in the buffer's memory order; a receive copies them in. Receiving
 more bytes than the buffer holds is MPI's truncation error (ERR_TRUNCATE); fewer is fine.
@@ -55,14 +56,14 @@ class Buf:
         flat = arr.reshape(-1, order="A") if contiguous else None
         if arr.dtype != dt.dtype:
             if flat is None:
-                raise MPIException(ERR_BUFFER, f"a non-contiguous {arr.dtype} array given as MPI.{dt.name}")
+                raise MPIException(ERR_BUFFER, f"a non-contiguous {arr.dtype} array given as {dt.name}")
             raw = flat.view(_U8)
             flat = raw[:len(raw) - len(raw) % dt.size].view(dt.dtype)
         self.arr, self.flat, self.dt, self.displ = arr, flat, dt, int(displ)
         total = flat.size if flat is not None else arr.size
         self.count = total - self.displ if count is None else int(count)
         if self.count < 0 or self.displ < 0 or self.displ + self.count > total:
-            raise MPIException(ERR_COUNT, f"count {self.count} at {self.displ} does not fit a buffer of {total} MPI.{dt.name}")
+            raise MPIException(ERR_COUNT, f"count {self.count} at {self.displ} does not fit a buffer of {total} {dt.name}")
 
     @property
     def nbytes(self) -> int:
@@ -145,19 +146,60 @@ def message(spec) -> Buf:
     return Buf(spec)
 
 
+def _integral(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _vector_items(spec):
+    """(buf, counts, displs, datatype) of a vector specification, unpacked by mpi4py's rules
+    (its message_vector): a 2-item ``[buf, x]`` is a datatype, a tuple ``(counts, displs)``
+    or counts; a 3-item's middle tuple is ``(counts, displs)``; 4 items are all four. Only a
+    tuple pairs counts with displs: a list (or an array) in that place is the counts."""
+    if not isinstance(spec, (list, tuple)):
+        return spec, None, None, None
+    if len(spec) == 2:
+        buf, counts = spec
+        if isinstance(counts, (Datatype, str)):
+            return buf, None, None, counts
+        if isinstance(counts, tuple):
+            return buf, *_pair(counts), None
+        return buf, counts, None, None
+    if len(spec) == 3:
+        buf, counts, dt = spec
+        return (buf, *_pair(counts), dt) if isinstance(counts, tuple) else (buf, counts, None, dt)
+    if len(spec) == 4:
+        return tuple(spec)
+    raise ValueError(f"message: expecting 2 to 4 items, got {len(spec)}")  # mpi4py's errors, not MPI's
+
+
+def _pair(counts_displs: tuple):
+    if len(counts_displs) != 2:
+        raise ValueError(f"message: a tuple in a vector specification is (counts, displs), "
+                         f"got {len(counts_displs)} items")
+    return counts_displs
+
+
 def vector(spec, size: int):
-    """A vector collective's specification: (Buf of the whole buffer, counts, displs)."""
-    if not isinstance(spec, (list, tuple)) or len(spec) < 2:
-        raise MPIException(ERR_BUFFER, "a vector collective needs [buf, counts, displs, datatype]")
-    buf, rest = spec[0], list(spec[1:])
-    dt = rest.pop() if rest and isinstance(rest[-1], (Datatype, str)) else None
-    counts, displs = rest[0], rest[1] if len(rest) > 1 else None
-    if isinstance(counts, tuple) and len(counts) == 2 and not isinstance(counts[0], int):
-        counts, displs = counts
+    """A vector collective's specification: (Buf of the whole buffer, counts, displs).
+
+    As mpi4py fills them in: no counts splits the buffer into ``size`` blocks as evenly as it
+    goes (the first ``len % size`` one element longer); an integer count is every block's; no
+    displacements packs the blocks in rank order, an integer one is a stride."""
+    buf, counts, displs, dt = _vector_items(spec)
+    b = Buf(buf, dt)
+    if counts is None:
+        counts = [b.count // size + (i < b.count % size) for i in range(size)]
+    elif _integral(counts):
+        counts = [int(counts)] * size
     counts = [int(c) for c in counts]
     if displs is None:
         displs = [sum(counts[:i]) for i in range(len(counts))]
+    elif _integral(displs):
+        displs = [int(displs) * i for i in range(size)]
     displs = [int(d) for d in displs]
     if len(counts) != size or len(displs) != size:
         raise MPIException(ERR_COUNT, f"counts and displs need {size} entries, got {len(counts)} and {len(displs)}")
-    return Buf(buf, dt), counts, displs
+    for c, d in zip(counts, displs):
+        if c < 0 or d < 0 or (c and d + c > b.count):
+            raise MPIException(ERR_COUNT, f"a block of {c} at {d} does not fit a buffer of {b.count} {b.dt.name}")
+    return b, counts, displs

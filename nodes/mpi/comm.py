@@ -20,22 +20,37 @@ import pickle
 import sys
 
 from nodes.mpi.buffers import message
-from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, IDENT, PROC_NULL, TAG_UB, UNDEFINED, UNEQUAL, CONGRUENT
-from nodes.mpi.errors import ERR_COMM, ERR_RANK, ERR_TAG, MPIException, UnsupportedMeta, unsupported
+from nodes.mpi.constants import (ANY_SOURCE, ANY_TAG, APPNUM, CONGRUENT, IDENT, IO, LASTUSEDCODE, PROC_NULL, SIMILAR,
+                                 TAG_MAX, TAG_UB, UNDEFINED, UNEQUAL, UNIVERSE_SIZE, WTIME_IS_GLOBAL)
+from nodes.mpi.errors import ERR_COMM, ERR_LASTCODE, ERR_RANK, ERR_TAG, MPIException, UnsupportedMeta, unsupported
 from nodes.mpi.envelope import BUF, HEAD, OBJ
 from nodes.mpi.matching import engine
 from nodes.mpi.request import Prequest, Request
 
-_STATE = frozenset(("_eng", "_group", "_rank", "_size", "_ctx", "_m", "_cm"))
+_STATE = frozenset(("_eng", "_group", "_rank", "_size", "_ctx", "_m", "_cm", "_cname"))
+# the names MPI gives the predefined communicators (by context id); any other starts as ""
+_NAMES = {0: "MPI_COMM_WORLD", 2: "MPI_COMM_SELF"}
+# Get_attr: the predefined attributes, as MPICH answers them under mpiexec (IO: every rank
+# may do I/O; clocks are not synchronised; UNIVERSE_SIZE is not set)
+_ATTRS = {TAG_UB: TAG_MAX, IO: ANY_SOURCE, WTIME_IS_GLOBAL: 0, APPNUM: 0, UNIVERSE_SIZE: None,
+          LASTUSEDCODE: ERR_LASTCODE}
 
 
 class Comm(metaclass=UnsupportedMeta):
-    def __init__(self, lazy: str | None = None, name: str = ""):
-        self._lazy, self._name = lazy, name
+    def __init__(self, lazy: "str | Comm | None" = None, name: str = ""):
+        if isinstance(lazy, Comm):  # MPI.Intracomm(comm): another object for the same handle
+            if lazy.__dict__.get("_lazy") not in (None, "null"):
+                lazy._resolve()
+            self.__dict__.update(lazy.__dict__)
+            return
+        # a communicator made without a handle (MPI.Comm()) is COMM_NULL, as in mpi4py
+        self._lazy, self._name = lazy or "null", name
         self._errhandler = None
 
     def _setup(self, eng, group: tuple, ctx: int, name: str) -> None:
         self._eng, self._group, self._ctx, self._name = eng, group, ctx, name
+        if "_cname" not in self.__dict__:  # a Set_name before first use is kept
+            self._cname = _NAMES.get(ctx, "")
         self._size = len(group)
         self._rank = group.index(eng.rank)
         self._m = eng.register(ctx, group, name)
@@ -60,6 +75,23 @@ class Comm(metaclass=UnsupportedMeta):
             raise AttributeError(name)
         raise unsupported(f"{type(self).__name__}.{name}")
 
+    # handles: equal when they name the same communicator; every null one is COMM_NULL (a
+    # freed one included). Unhashable, as mpi4py's (equality changes when one is freed).
+    def _handle(self):
+        lazy = self.__dict__.get("_lazy")
+        return lazy if lazy is not None else (id(self._eng), self._ctx)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Comm):
+            return NotImplemented
+        return self is other or self._handle() == other._handle()
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None
+
     def __bool__(self) -> bool:
         return self._lazy != "null"
 
@@ -75,10 +107,10 @@ class Comm(metaclass=UnsupportedMeta):
     size = property(Get_size)
 
     def Get_name(self) -> str:
-        return self._name
+        return self._cname
 
     def Set_name(self, name: str) -> None:
-        self._name = name
+        self._cname = name
 
     name = property(Get_name, Set_name)
 
@@ -103,9 +135,17 @@ class Comm(metaclass=UnsupportedMeta):
     topology = property(lambda self: self.Get_topology())
 
     def Compare(self, other: "Comm") -> int:
-        if self is other:
+        if self == other:
             return IDENT
-        return CONGRUENT if self._group == other._group else UNEQUAL
+        if self._group == other._group:
+            return CONGRUENT
+        return SIMILAR if sorted(self._group) == sorted(other._group) else UNEQUAL
+
+    def Get_attr(self, keyval: int):
+        if keyval not in _ATTRS:
+            raise unsupported(f"Comm.Get_attr({keyval}) (a keyval other than TAG_UB, IO, WTIME_IS_GLOBAL, "
+                              "APPNUM, UNIVERSE_SIZE, LASTUSEDCODE)")
+        return _ATTRS[keyval]
 
     def Get_errhandler(self):
         return self._errhandler
@@ -121,9 +161,24 @@ class Comm(metaclass=UnsupportedMeta):
         self._lazy = "null"
 
     def Abort(self, errorcode: int = 0):
-        """End this rank at once with ``errorcode`` (its job then fails, as mpiexec's does)."""
-        sys.stdout.flush()
-        sys.stderr.flush()
+        """End this rank at once with ``errorcode`` (its job then fails, as mpiexec's does), after
+        MPICH's line on stderr. Abort(0) exits 1: the cluster ends a job's other ranks only
+        when one exits non-zero (mpiexec kills them whatever the code), and they must not go
+        on waiting for this one."""
+        from nodes.mpi import matching
+        eng = self.__dict__.get("_eng") or matching._engine  # none made yet: no rank to say
+        where = f" on node {eng.rank} (rank {eng.rank} in comm 0)" if eng is not None else ""
+        tail = f" - process {eng.rank}" if eng is not None else ""
+        try:
+            sys.stderr.write(f"Abort({errorcode}){where}: application called MPI_Abort(MPI_COMM_WORLD, "
+                             f"{errorcode}){tail}\n")
+        except Exception:  # noqa: BLE001  (a closed stream must not keep the rank alive)
+            pass
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except Exception:  # noqa: BLE001  (a closed stream must not keep the rank alive)
+                pass
         os._exit(errorcode or 1)
 
     def __repr__(self) -> str:
@@ -145,13 +200,13 @@ class Comm(metaclass=UnsupportedMeta):
 
     @staticmethod
     def _stag(tag: int) -> None:
-        if not 0 <= tag <= TAG_UB:
-            raise MPIException(ERR_TAG, f"tag {tag} is not a valid send tag (0 .. {TAG_UB})")
+        if not 0 <= tag <= TAG_MAX:
+            raise MPIException(ERR_TAG, f"tag {tag} is not a valid send tag (0 .. {TAG_MAX})")
 
     @staticmethod
     def _rtag(tag: int) -> None:
-        if tag != ANY_TAG and not 0 <= tag <= TAG_UB:
-            raise MPIException(ERR_TAG, f"tag {tag} is not a valid receive tag (ANY_TAG or 0 .. {TAG_UB})")
+        if tag != ANY_TAG and not 0 <= tag <= TAG_MAX:
+            raise MPIException(ERR_TAG, f"tag {tag} is not a valid receive tag (ANY_TAG or 0 .. {TAG_MAX})")
 
     # -- the object API ---------------------------------------------------------------------
 

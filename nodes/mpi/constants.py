@@ -3,8 +3,9 @@ values), datatypes (each with the numpy dtype of its C type) and reduction opera
 
 A datatype here is a named element type only (no derived types): ``Get_size``, ``extent``,
 ``Commit``/``Free`` are accepted; ``Create_*`` are not supported. An operation applies to
-two Python objects (the object API: ``a + b``, ``max(a, b)``...) or two numpy arrays (the
-buffer API and numpy objects: ``numpy.add``...); the MPI layer always combines operands in
+two Python objects (the object API: mpi4py's functions, ``a + b``, ``b if b > a else a``,
+``bool(a) & bool(b)``..., whatever the objects are) or, in the buffer API, to two numpy arrays
+element-wise (``numpy.add``...); the MPI layer always combines operands in
 rank order (left = lower ranks), so a reduction is deterministic.
 """
 from __future__ import annotations
@@ -15,10 +16,17 @@ from nodes.mpi.errors import ERR_OP, ERR_TYPE, MPIException, UnsupportedMeta, un
 
 PROC_NULL, ANY_SOURCE, ROOT, ANY_TAG = -1, -2, -3, -1
 UNDEFINED = -32766
-TAG_UB = (1 << 31) - 1
+TAG_MAX = (1 << 29) - 1  # the largest tag: MPICH's (what Get_attr(TAG_UB) answers there)
+# the predefined attribute keyvals (Comm.Get_attr), MPICH's handles; MPI.TAG_UB is a keyval,
+# not the bound (mpi4py's and C's meaning)
+TAG_UB, IO, WTIME_IS_GLOBAL, UNIVERSE_SIZE, LASTUSEDCODE, APPNUM = (
+    0x64400001, 0x64400005, 0x64400007, 0x64400009, 0x6440000B, 0x6440000D)
+KEYVAL_INVALID = 0x24000000
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
-CART, GRAPH, DIST_GRAPH = 1, 2, 3
+GRAPH, CART, DIST_GRAPH = 1, 2, 3  # MPICH's MPI_GRAPH, MPI_CART, MPI_DIST_GRAPH
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
+# the standard this layer follows: MPI 3.1's calls as mpi4py offers them (no MPI-4 feature:
+# sessions, partitioned communication, large counts), whatever MPICH 4 says of itself
 VERSION, SUBVERSION = 3, 1
 BSEND_OVERHEAD = 96
 MAX_PROCESSOR_NAME = 256
@@ -44,7 +52,8 @@ class Datatype(metaclass=UnsupportedMeta):
     """A named MPI datatype: its numpy dtype, ``Get_size()`` bytes an element."""
 
     def __init__(self, name: str, dtype):
-        self.name, self.dtype = name, np.dtype(dtype)
+        # MPI's name (Get_name), as MPICH gives it: MPI.DOUBLE is "MPI_DOUBLE"
+        self.name, self.dtype = f"MPI_{name}", np.dtype(dtype)
         self.size = self.extent = self.ub = self.dtype.itemsize
         self.lb = 0
 
@@ -106,16 +115,18 @@ def datatype_of(dtype: np.dtype) -> Datatype:
     return t
 
 
-def _maxloc(a, b):
-    return b if (b[0] > a[0] or (b[0] == a[0] and b[1] < a[1])) else a
+def _maxloc(x, y):
+    (u, i), (v, j) = x, y
+    if u > v:
+        return u, i
+    return (v, j) if v > u or j < i else (u, i)
 
 
-def _minloc(a, b):
-    return b if (b[0] < a[0] or (b[0] == a[0] and b[1] < a[1])) else a
-
-
-def _either_array(a, b) -> bool:
-    return isinstance(a, np.ndarray) or isinstance(b, np.ndarray)
+def _minloc(x, y):
+    (u, i), (v, j) = x, y
+    if u < v:
+        return u, i
+    return (v, j) if v < u or j < i else (u, i)
 
 
 class Op(metaclass=UnsupportedMeta):
@@ -125,8 +136,8 @@ class Op(metaclass=UnsupportedMeta):
         self.name, self._py, self._arr, self._logical = name, py, arr, logical
 
     def __call__(self, a, b):
-        if self._arr is not None and _either_array(a, b):
-            return self.arrays(np.asarray(a), np.asarray(b))
+        # mpi4py's object reduction is the plain Python function whatever the operands: MAX of
+        # two numpy arrays raises (their comparison has no truth value), SUM adds them
         return self._py(a, b)
 
     def arrays(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -156,9 +167,10 @@ SUM = Op("SUM", lambda a, b: a + b, np.add)
 PROD = Op("PROD", lambda a, b: a * b, np.multiply)
 MAX = Op("MAX", lambda a, b: b if b > a else a, np.maximum)
 MIN = Op("MIN", lambda a, b: b if b < a else a, np.minimum)
-LAND = Op("LAND", lambda a, b: a and b, np.logical_and, logical=True)
-LOR = Op("LOR", lambda a, b: a or b, np.logical_or, logical=True)
-LXOR = Op("LXOR", lambda a, b: bool(a) != bool(b), np.logical_xor, logical=True)
+# logical operations on objects give bools, as mpi4py's (bool(a) & bool(b), not a and b)
+LAND = Op("LAND", lambda a, b: bool(a) & bool(b), np.logical_and, logical=True)
+LOR = Op("LOR", lambda a, b: bool(a) | bool(b), np.logical_or, logical=True)
+LXOR = Op("LXOR", lambda a, b: bool(a) ^ bool(b), np.logical_xor, logical=True)
 BAND = Op("BAND", lambda a, b: a & b, np.bitwise_and)
 BOR = Op("BOR", lambda a, b: a | b, np.bitwise_or)
 BXOR = Op("BXOR", lambda a, b: a ^ b, np.bitwise_xor)

@@ -5,7 +5,10 @@ Object API: ``barrier``, ``bcast``, ``scatter``, ``gather``, ``allgather``, ``al
 ``reduce``, ``allreduce``, ``scan``, ``exscan``. Buffer API: the same capitalised, the
 vector forms ``Scatterv``, ``Gatherv``, ``Allgatherv``, ``Alltoallv``, and
 ``Reduce_scatter_block``; ``MPI.IN_PLACE`` as the send buffer of ``Reduce`` (at the root),
-``Allreduce``, ``Gather``/``Scatter`` (at the root) and ``Allgather``.
+``Allreduce``, ``Scan``, ``Exscan``, ``Gather``/``Gatherv`` (at the root), ``Allgather``/
+``Allgatherv``, ``Alltoall``/``Alltoallv`` and ``Reduce_scatter_block`` (as MPI defines it:
+the receive buffer holds the data to send, and the result replaces it), and as the receive
+buffer of ``Scatter``/``Scatterv`` at the root.
 
 A new communicator needs context ids that every member agrees on and none of them uses:
 each process counts up its next free id (``Engine.next_ctx``); the members agree on the
@@ -136,9 +139,12 @@ class Intracomm(Comm):
             rb.fill(_bytes_of(result))
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM) -> None:
-        """An Allreduce of the whole send buffer, each rank keeping its block (rank order)."""
-        sb, rb = message(sendbuf), message(recvbuf)
-        full = C.allreduce(self, sb.values(), op.arrays, _bytes_of,
+        """An Allreduce of the whole send buffer, each rank keeping its block (rank order). With
+        IN_PLACE the receive buffer is the send buffer and the block goes to its start."""
+        rb = message(recvbuf)
+        sb = rb if sendbuf is IN_PLACE else message(sendbuf)
+        value = sb.values().copy() if sendbuf is IN_PLACE else sb.values()
+        full = C.allreduce(self, value, op.arrays, _bytes_of,
                            lambda p: np.frombuffer(p, sb.dt.dtype, offset=HEAD), BUF)
         c = sb.count // self._size
         rb.fill(_bytes_of(full[self._rank * c:(self._rank + 1) * c]))
@@ -206,8 +212,10 @@ class Intracomm(Comm):
                 rb.fill(block, 0, displs[i], counts[i])
 
     def Alltoall(self, sendbuf, recvbuf) -> None:
+        # IN_PLACE: the blocks are copied out (bytes) before any is received over them
         n = self._size
-        sb, rb = message(sendbuf), message(recvbuf)
+        rb = message(recvbuf)
+        sb = rb if sendbuf is IN_PLACE else message(sendbuf)
         sc, rc = sb.count // n, rb.count // n
         got = C.alltoall(self, BUF, [bytes(sb.data(i * sc, sc)) for i in range(n)])
         for i, block in enumerate(got):
@@ -215,8 +223,8 @@ class Intracomm(Comm):
 
     def Alltoallv(self, sendbuf, recvbuf) -> None:
         n = self._size
-        sb, scounts, sdispls = vector(sendbuf, n)
         rb, rcounts, rdispls = vector(recvbuf, n)
+        sb, scounts, sdispls = (rb, rcounts, rdispls) if sendbuf is IN_PLACE else vector(sendbuf, n)
         got = C.alltoall(self, BUF, [bytes(sb.data(d, c)) for c, d in zip(scounts, sdispls)])
         for i, block in enumerate(got):
             rb.fill(block, 0, rdispls[i], rcounts[i])

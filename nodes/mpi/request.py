@@ -3,6 +3,11 @@ MPI's standard mode with buffering); a receive completes when the engine matches
 during any later MPI call. ``wait``/``test`` (object API) return the received object;
 ``Wait``/``Test`` (buffer API) return True / a flag. A completed request becomes inactive
 (REQUEST_NULL's state): waiting on it again returns at once with an empty status.
+
+Handles, as mpi4py's: a request that is not active and not persistent (one completed, freed,
+or made as ``MPI.Request()``) is null: false, and equal to MPI.REQUEST_NULL. A persistent one
+stays true when inactive (it can be started again) until it is freed. A statuses list given
+to the calls on many requests is filled, and extended, to one Status a request.
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from nodes.mpi.constants import ANY_SOURCE, ANY_TAG, UNDEFINED
 from nodes.mpi.errors import MPIException, UnsupportedMeta, unsupported
 from nodes.mpi.envelope import HEAD, OBJ
 from nodes.mpi.matching import awaiting_all, awaiting_any
+from nodes.mpi.status import Status
 
 _FIELDS = ("_eng", "_m", "_source", "_tag", "_target", "_done", "_active", "_src", "_rtag",
            "_nbytes", "_kind", "_payload", "_error", "_start")
@@ -109,13 +115,27 @@ class Request(metaclass=UnsupportedMeta):
         return True
 
     def Free(self) -> None:
-        self._active = False
+        self._active, self._start = False, None
+
+    def _null(self) -> bool:
+        return not self._active and self._start is None
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self is other or (self._null() and other._null())
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # as mpi4py's: a request's equality changes when it completes
 
     def Cancel(self) -> None:
         raise unsupported("Request.Cancel")
 
     def __bool__(self) -> bool:
-        return self._active
+        return not self._null()
 
     def __getattr__(self, name: str):
         raise unsupported(f"Request.{name}")
@@ -131,10 +151,8 @@ class Request(metaclass=UnsupportedMeta):
     def waitall(requests, statuses=None) -> list:
         requests = list(requests)
         wait_all(requests)
-        out = []
-        for i, r in enumerate(requests):
-            out.append(r.wait(None if statuses is None else _status_at(statuses, i)))
-        return out
+        statuses = _statuses(statuses, len(requests))
+        return [r.wait(None if statuses is None else statuses[i]) for i, r in enumerate(requests)]
 
     @staticmethod
     def Waitany(requests, status=None) -> int:
@@ -147,22 +165,25 @@ class Request(metaclass=UnsupportedMeta):
             if status is not None:
                 status._set(ANY_SOURCE, ANY_TAG, 0)
             return UNDEFINED, None
-        eng = next((requests[i]._eng for i in active if requests[i]._eng is not None), None)
-        while True:
-            for i in active:
-                if requests[i]._done:
-                    return i, requests[i]._finish(status)
-            eng.progress(True, awaiting_any([requests[i]._what() for i in active]))
+        i = _until_any(requests, active)
+        return i, requests[i]._finish(status)
 
     @staticmethod
     def Waitsome(requests, statuses=None):
-        i = Request.Waitany(requests)
-        if i == UNDEFINED:
+        active = [i for i, r in enumerate(requests) if r._active]
+        if not active:
             return None
-        done = [i] + [j for j, r in enumerate(requests) if r._active and r._done]
-        for j in done[1:]:
-            requests[j]._finish(None)
-        return done
+        _until_any(requests, active)
+        return _finish_done(requests, statuses)
+
+    @staticmethod
+    def Testsome(requests, statuses=None):
+        active = [i for i, r in enumerate(requests) if r._active]
+        if not active:
+            return None
+        if not any(requests[i]._ready() for i in active):
+            return []
+        return _finish_done(requests, statuses)
 
     @staticmethod
     def Testall(requests, statuses=None) -> bool:
@@ -204,8 +225,34 @@ def wait_all(requests) -> None:
         left = [r for r in left if not r._done]
 
 
-def _status_at(statuses, i):
-    return statuses[i] if i < len(statuses) else None
+def _until_any(requests, active: list) -> int:
+    """Progress until one of ``requests[i]`` (i in active) is done: the first such i."""
+    eng = next((requests[i]._eng for i in active if requests[i]._eng is not None), None)
+    while True:
+        for i in active:
+            if requests[i]._done:
+                return i
+        eng.progress(True, awaiting_any([requests[i]._what() for i in active]))
+
+
+def _finish_done(requests, statuses) -> list:
+    """Waitsome/Testsome: finish every active request that is done; their indices, in order,
+    ``statuses[k]`` the status of the k-th (MPI's array_of_statuses)."""
+    done = [j for j, r in enumerate(requests) if r._active and r._done]
+    statuses = _statuses(statuses, len(done))
+    for k, j in enumerate(done):
+        requests[j]._finish(None if statuses is None else statuses[k])
+    return done
+
+
+def _statuses(statuses, n: int):
+    """mpi4py's rule: a list shorter than ``n`` is extended with new Status objects (another
+    sequence is used as it is; a status beyond it is not reported)."""
+    if statuses is None:
+        return None
+    if isinstance(statuses, list) and len(statuses) < n:
+        statuses.extend(Status() for _ in range(n - len(statuses)))
+    return [statuses[i] if i < len(statuses) else None for i in range(n)]
 
 
 class Prequest(Request):

@@ -1,0 +1,2 @@
+"""mpi4py.util.sync is not offered by mcemu: importing it says so (not a ModuleNotFoundError)."""
+raise NotImplementedError("mpi4py's mpi4py.util.sync is not supported by mcemu")
