@@ -211,6 +211,28 @@ def test_submit_runs_on_registered_nodes_and_completes(tmp_path):
     assert [n["state"] for n in s.call("nodes")["data"]["nodes"]] == ["idle"] * 4
 
 
+def test_a_processor_count_runs_that_many_tasks_and_holds_its_whole_allocation(tmp_path):
+    """3 processors on a hypercube: a 2-cube is allocated (4 nodes), 3 tasks run (mpiexec -n 3),
+    and the fourth node is held: busy in the monitor's snapshot and counted in the job's nodes
+    for node-time, as the simulator counts the allocation."""
+    from emulator.live import views
+
+    s = Stub(tmp_path)
+    s.register_all()
+    out = s.send(b"client", "submit", id=1, request={"nodes": 3}, runtime=5)
+    runs = sorted(m["rank"] for _, m in out if m["type"] == "run")
+    assert runs == [0, 1, 2] and all(m["nodes"] == next(iter(s.d.jobs.values())).nodes for _, m in out
+                                     if m["type"] == "run")
+    (jr,) = s.d.jobs.values()
+    assert len(jr.nodes) == 3 and len(jr.spare) == 1 and sorted(jr.nodes + jr.spare) == [0, 1, 2, 3]
+    snap = views.snapshot(s.d)
+    assert snap["nodes"] == ["busy"] * 4 and sorted(snap["running"][str(jr.id)]) == [0, 1, 2, 3]
+    for r, n in enumerate(jr.nodes):
+        s.send(b"n%d" % n, "task_done", node=n, job=jr.id, attempt=1, rank=r, status=0, usage={})
+    assert jr.state == "completed" and jr.exit == [0, 0, 0]
+    assert views.snapshot(s.d)["nodes"] == ["idle"] * 4
+
+
 def test_heartbeat_waves_wait_while_a_job_starts(tmp_path):
     """Between a job's ``run`` messages and its last ``task_started``, the loop holds its
     heartbeat waves and snapshots back (START_QUIET at most); a start that never completes

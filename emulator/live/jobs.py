@@ -36,7 +36,7 @@ class JobRec:
     __slots__ = ("id", "job", "name", "request", "runtime", "command", "burn", "state", "attempt", "faults",
                  "submit", "start", "end", "nodes", "allocation", "exit", "usage", "reason", "done",
                  "started", "exec_time", "all_started_wall", "pids", "local", "owner", "user", "comm", "failure",
-                 "abort", "cwd", "stdin")
+                 "abort", "spare", "cwd", "stdin")
 
     def __init__(self, id, request: dict, runtime: float, name="", command=None, burn=False, submit=0.0,
                  owner=None, user=None, cwd=None, stdin=None):
@@ -51,7 +51,8 @@ class JobRec:
         self.job = Job(id, submit, Request.from_dict(request), runtime, name)
         self.state, self.attempt, self.faults = "queued", 0, 0
         self.submit, self.start, self.end = submit, None, None
-        self.nodes: list[int] = []
+        self.nodes: list[int] = []  # where its tasks run, rank by rank
+        self.spare: list[int] = []  # the rest of its allocation: held, no task (``task_nodes``)
         self.allocation = None  # its description (text) while running
         self.exit, self.usage, self.reason = None, None, None
         self.done: dict[int, int] = {}  # rank -> exit status, this attempt
@@ -73,7 +74,7 @@ class JobRec:
 
     def requeue(self) -> None:
         """Back to the queue for another attempt (its node failed): same id and submit time."""
-        self.state, self.nodes, self.allocation, self.failure, self.abort = "queued", [], None, None, None
+        self.state, self.nodes, self.spare, self.allocation, self.failure, self.abort = "queued", [], [], None, None, None
         self.job = Job(self.id, self.submit, self.job.request, self.runtime, self.name)
 
     def task_done(self, rank: int, status: int, usage: dict | None, error: str | None, node=None) -> bool:
@@ -163,7 +164,8 @@ class JobBook:
         self.journal.job(jr.row())
 
     def publish(self, jr: JobRec, t: float, state: str | None = None) -> None:
-        info = {"nodes": jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
+        # the allocation's every node: the monitor counts node-time as the simulator does
+        info = {"nodes": jr.nodes + jr.spare if jr.spare else jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
                 "submit": jr.submit, "request": str(jr.job.request)}
         if jr.reason:
             info["reason"] = jr.reason

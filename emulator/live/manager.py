@@ -203,6 +203,7 @@ class ProcessorManager:
             jr.attempt += 1
             jr.start = t
             jr.nodes = task_nodes(jr.job.request, s.nodes)
+            jr.spare = list(s.nodes[len(jr.nodes):])
             jr.local = s.sequential
             jr.allocation = f"node {s.node} (local queue)" if s.sequential else s.allocation.describe()
             jr.exec_time = s.runtime

@@ -106,8 +106,12 @@ def status(m) -> dict:
 
 def snapshot(m) -> dict:
     """The monitor's periodic picture: every node's state, the jobs, the policy's queues."""
-    return {"nodes": [m.node_state(i) for i in range(m.topology.size)],
-            "running": {str(j.id): j.nodes for j in m.jobs.values() if j.state == "running"},
+    running = [j for j in m.jobs.values() if j.state == "running"]
+    # a node allocated without a task (``-n 5`` on a 3x2 submesh) is busy for the policy: shown so
+    held = {n for j in running for n in j.spare}
+    states = [m.node_state(i) for i in range(m.topology.size)]
+    return {"nodes": [("busy" if i in held and s == "idle" else s) for i, s in enumerate(states)],
+            "running": {str(j.id): j.nodes + j.spare for j in running},
             "queued": [j.id for j in m.jobs.values() if j.state == "queued"],
             "discipline": _jsonable(m.slots.discipline_view()), "topology": str(m.topology),
             "gang": _jsonable(m.slots.snapshot()), "config": m.cfg}
