@@ -80,6 +80,13 @@ def wait_for(cond, timeout: float, what: str = "condition", interval: float = 0.
         time.sleep(interval)
 
 
+def final_comm(cluster, jid: int, timeout: float = 10) -> dict:
+    """Job ``jid``'s message statistics once the interconnect's last report is in (``final``):
+    the daemon ends a job before that report, which may come a moment after."""
+    return wait_for(lambda: (lambda c: c if c and c.get("final") else None)(
+        cluster.client.queue(jobs=[jid])["jobs"][0]["comm"]), timeout, f"job {jid}'s last report")
+
+
 class LiveCluster:
     def __init__(self, home: Path):
         self.home = home

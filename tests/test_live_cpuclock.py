@@ -38,7 +38,7 @@ def _jacobi(cluster) -> tuple[float, float]:
                      timeout=240)
     assert j["state"] == "completed", (j["reason"], out)
     elapsed = float(re.search(r"elapsed ([0-9.]+)", out).group(1))
-    return elapsed, comm_of(cluster, j["id"], j["comm"]["messages"] if j["comm"] else -1)["mean_delay_us"]
+    return elapsed, comm_of(cluster, j["id"])["mean_delay_us"]
 
 
 def _with_hogs(cluster):

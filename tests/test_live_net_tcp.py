@@ -16,7 +16,7 @@ import pytest
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from conftest import ALLOCATOR, ROOT, SCHEDULER, free_port, node_states, wait_for
+from conftest import ALLOCATOR, ROOT, SCHEDULER, final_comm, free_port, node_states, wait_for
 from emulator.live import auth
 from emulator.live import home as homemod
 from emulator.live import nettcp
@@ -153,7 +153,7 @@ def test_a_remote_rank_in_virtual_time_moves_by_its_frames(cluster, tmp_path):
     rank0 = j["nodes"][0]
     out = ((other if rank0 in REMOTE else cluster.home / "output") / f"job{jid}.0.out").read_text()
     assert j["state"] == "completed" and "ring ok" in out, (j, out, cluster.logs())
-    assert j["comm"] is not None and j["comm"]["messages"] > 0
+    assert final_comm(cluster, jid)["messages"] > 0
     r = cluster.mcemu_json("submit", "--cube", "2", "--pattern", "ring", "--iterations", "5")
     j = ended(cluster, r["job"], 120)
     assert j["state"] == "completed", j

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from conftest import wait_for
+from conftest import final_comm, wait_for
 
 pytestmark = pytest.mark.live
 
@@ -59,7 +59,7 @@ def test_interconnect_killed_under_three_pattern_jobs(cluster):
     jid = cluster.mcemu_json("submit", "--shape", "4x4", "--pattern", "transpose", "--iterations", "5")["job"]
     j = wait_for(lambda: (lambda j: j if j["state"] not in ("queued", "running") else None)(_jobs(cluster, [jid])[jid]),
                  60, "the new job to end")
-    assert j["state"] == "completed" and j["comm"]["count"] == 12 * 5
+    assert j["state"] == "completed" and final_comm(cluster, jid)["count"] == 12 * 5
     res = cluster.down()
     assert new.pid in res["stopped"]
     assert not psutil.pid_exists(new.pid) or new.status() == psutil.STATUS_ZOMBIE

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, wait_for
+from conftest import ROOT, final_comm, wait_for
 
 pytestmark = pytest.mark.live
 
@@ -34,10 +34,9 @@ def run_job(cluster, request: dict, command: str, timeout: float = 120) -> tuple
     return j, out
 
 
-def comm_of(cluster, jid: int, messages: int) -> dict:
-    """The job's statistics once they count ``messages`` (the last report may follow its end)."""
-    return wait_for(lambda: (lambda c: c if c and c.get("messages") == messages else None)(
-        cluster.client.queue(jobs=[jid])["jobs"][0]["comm"]), 10, "the job's last report")
+def comm_of(cluster, jid: int) -> dict:
+    """The job's statistics, once the last report is in (it may follow the job's end)."""
+    return final_comm(cluster, jid)
 
 
 def test_unmodified_programs_give_their_results_in_virtual_time(cluster):
@@ -55,8 +54,9 @@ def test_unmodified_programs_give_their_results_in_virtual_time(cluster):
         assert j["state"] == "completed", (prog.name, j["reason"], out)
         assert want in out, (prog.name, out)
         # every rank says hello, so every job is reported; hello world sends nothing
-        assert j["comm"] is not None and (j["comm"]["messages"] > 0) == (prog.name != "helloworld.py"), j["comm"]
-        assert (j["comm"]["bytes"] > 0) == (j["comm"]["messages"] > 0)
+        comm = comm_of(cluster, j["id"])
+        assert (comm["messages"] > 0) == (prog.name != "helloworld.py"), comm
+        assert (comm["bytes"] > 0) == (comm["messages"] > 0)
     # the trace of the last job: one file per rank, each ending at its clock
     traces = sorted((cluster.home / "traces").glob(f"job-{j['id']}/rank-*.json"))
     assert len(traces) == 4
@@ -125,7 +125,7 @@ def _jacobi(cluster) -> tuple[float, dict]:
     j, out = run_job(cluster, {"shape": [4, 4]}, f"{sys.executable} {EXAMPLES / 'jacobi.py'} 64 40", timeout=240)
     assert j["state"] == "completed", (j["reason"], out)
     elapsed = float(re.search(r"elapsed ([0-9.]+)", out).group(1))
-    return elapsed, comm_of(cluster, j["id"], j["comm"]["messages"] if j["comm"] else -1)
+    return elapsed, comm_of(cluster, j["id"])
 
 
 @pytest.mark.slow

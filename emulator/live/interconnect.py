@@ -297,7 +297,7 @@ class Interconnect(Serving):
         if attempts:
             self._drop_payloads(set(attempts))
         for j in attempts:
-            self.report(j)
+            self.report(j, final=True)
             if self.virtual:
                 self.virtual.ended(j)
             else:
@@ -320,16 +320,21 @@ class Interconnect(Serving):
             if rec[0] in gone and rec[5]:
                 self.msgs[tag] = (*rec[:5], b"", *rec[6:])
 
-    def report(self, j, fail: str | None = None) -> None:
-        """A job's statistics to the daemon; ``fail``: the reason to fail it (a deadlock)."""
-        if (not j.dirty and fail is None) or self.daemon is None:
+    def report(self, j, fail: str | None = None, final: bool = False) -> None:
+        """A job's statistics to the daemon; ``fail``: the reason to fail it (a deadlock);
+        ``final``: its attempt has ended, these are its totals (``"final": true`` in the record:
+        the daemon ends a job before this last report, which may come a moment later)."""
+        if (not j.dirty and fail is None and not final) or self.daemon is None:
             return
         j.dirty = False
         self._tag += 1
         extra = {"fail": fail} if fail else {}
+        stats = j.stats.summary(self.net.us)
+        if final:
+            stats["final"] = True
         try:
             self.daemon.send(P.encode("comm", id=self._tag, job=j.id, attempt=j.attempt,
-                                      stats=j.stats.summary(self.net.us), **extra), flags=zmq.NOBLOCK)
+                                      stats=stats, **extra), flags=zmq.NOBLOCK)
         except zmq.ZMQError:
             pass  # the daemon is away (a recovery): the next report carries the same totals
 
