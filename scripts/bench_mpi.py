@@ -103,6 +103,10 @@ def run_job(c: Cluster, shape: str, command: str, timeout: float) -> dict:
         pass
     cpu1 = ic_cpu(c)
     row = next(j for j in c.json("queue", "--all")["jobs"] if j["id"] == jid)
+    t = time.monotonic() + 5  # the interconnect's last report may follow the job's end ("final")
+    while row["state"] == "completed" and not (row.get("comm") or {}).get("final") and time.monotonic() < t:
+        time.sleep(0.1)  # an older checkout's reports carry no "final": its row after 5 s
+        row = next(j for j in c.json("queue", "--all")["jobs"] if j["id"] == jid)
     if row["state"] in ("queued", "running"):
         c.mcemu("cancel", str(jid))
         raise RuntimeError(f"job {jid} did not end in {timeout:g} s (cancelled)")
