@@ -74,7 +74,8 @@ class JobRec:
 
     def requeue(self) -> None:
         """Back to the queue for another attempt (its node failed): same id and submit time."""
-        self.state, self.nodes, self.spare, self.allocation, self.failure, self.abort = "queued", [], [], None, None, None
+        self.state, self.nodes, self.spare, self.allocation = "queued", [], [], None
+        self.failure = self.abort = None
         self.job = Job(self.id, self.submit, self.job.request, self.runtime, self.name)
 
     def task_done(self, rank: int, status: int, usage: dict | None, error: str | None, node=None) -> bool:
@@ -165,8 +166,8 @@ class JobBook:
 
     def publish(self, jr: JobRec, t: float, state: str | None = None) -> None:
         # the allocation's every node: the monitor counts node-time as the simulator does
-        info = {"nodes": jr.nodes + jr.spare if jr.spare else jr.nodes, "attempt": jr.attempt, "name": jr.name, "runtime": jr.runtime,
-                "submit": jr.submit, "request": str(jr.job.request)}
+        info = {"nodes": jr.nodes + jr.spare if jr.spare else jr.nodes, "attempt": jr.attempt, "name": jr.name,
+                "runtime": jr.runtime, "submit": jr.submit, "request": str(jr.job.request)}
         if jr.reason:
             info["reason"] = jr.reason
         self.events.append((b"job", P.encode_unchecked("job", job=jr.id, state=state or jr.state, t=t, info=info)))

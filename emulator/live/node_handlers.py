@@ -79,8 +79,10 @@ class NodeHandlers:
         if rank >= len(jr.nodes) or jr.nodes[rank] != nr.id:
             return
         if jr.task_done(rank, status, usage, error, nr.id):
-            failed = jr.failure is not None or jr.abort is not None
-            m._finish(jr, "failed" if failed else "completed", m.now(), reason=(jr.abort or jr.reason) if failed else None)
+            if jr.failure is not None or jr.abort is not None:
+                m._finish(jr, "failed", m.now(), reason=jr.abort or jr.reason)
+            else:
+                m._finish(jr, "completed", m.now())
             return
         m.book.record(jr)
         if status:  # its other ranks would wait for this one for ever: the job ends (manager._abort)
