@@ -72,6 +72,12 @@ class JobRec:
         # (a task failed, the interconnect found it deadlocked: the manager's ``_abort``)
         self.abort = None
 
+    @property
+    def allocated(self) -> list[int]:
+        """Every node of its allocation: its tasks' and the spare ones (node-time is counted on
+        these, as the simulator's utilization counts the allocation)."""
+        return self.nodes + self.spare if self.spare else self.nodes
+
     def requeue(self) -> None:
         """Back to the queue for another attempt (its node failed): same id and submit time."""
         self.state, self.nodes, self.spare, self.allocation = "queued", [], [], None
@@ -165,8 +171,7 @@ class JobBook:
         self.journal.job(jr.row())
 
     def publish(self, jr: JobRec, t: float, state: str | None = None) -> None:
-        # the allocation's every node: the monitor counts node-time as the simulator does
-        info = {"nodes": jr.nodes + jr.spare if jr.spare else jr.nodes, "attempt": jr.attempt, "name": jr.name,
+        info = {"nodes": jr.allocated, "attempt": jr.attempt, "name": jr.name,
                 "runtime": jr.runtime, "submit": jr.submit, "request": str(jr.job.request)}
         if jr.reason:
             info["reason"] = jr.reason

@@ -111,7 +111,7 @@ def snapshot(m) -> dict:
     held = {n for j in running for n in j.spare}
     states = [m.node_state(i) for i in range(m.topology.size)]
     return {"nodes": [("busy" if i in held and s == "idle" else s) for i, s in enumerate(states)],
-            "running": {str(j.id): j.nodes + j.spare for j in running},
+            "running": {str(j.id): j.allocated for j in running},
             "queued": [j.id for j in m.jobs.values() if j.state == "queued"],
             "discipline": _jsonable(m.slots.discipline_view()), "topology": str(m.topology),
             "gang": _jsonable(m.slots.snapshot()), "config": m.cfg}
