@@ -171,3 +171,33 @@ def test_n_ranks_run_however_many_nodes_the_allocation_holds(cluster, tmp_path):
     assert sorted(x.strip() for x in run.lines) == [f"rank {r} of 3" for r in range(3)]
     job = cluster.client.queue(all=True)["jobs"][0]
     assert len(job["nodes"]) == 3 and job["exit"] == [0, 0, 0] and "2x2" in job["allocation"], job
+
+
+def test_a_request_of_the_other_topologys_kind_is_refused_and_changes_nothing(cluster):
+    """``--cube`` on a mesh (it ran as a 2^D-node submesh without a word) and ``--shape`` on a
+    hypercube (as a cube of w*h nodes): refused by the daemon for ``run``, ``submit`` (also with
+    ``--pattern``, which rewrites the request before it is sent) and a client of the protocol."""
+    from emulator.live.client import DaemonError
+
+    cluster.up(*UP_2x2)
+    wrong = "--cube 1 asks for a 1-cube, but this cluster is mesh:2x2: give --shape WxH (a submesh) or -n N"
+    for args in (("run", "--cube", 1, "true"), ("submit", "--cube", 1, "--runtime", 1),
+                 ("submit", "--cube", 1, "--pattern", "ring")):
+        r = cluster.mcemu(*args, check=False)
+        assert r.returncode == 2 and wrong in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    with pytest.raises(DaemonError, match="asks for a 2-cube, but this cluster is mesh:2x2") as e:
+        cluster.client.submit({"cube": 2}, 10, command="true")
+    assert e.value.code == "bad-request"
+    assert cluster.client.queue(all=True)["jobs"] == []
+    # the daemon serves on: a request of the mesh's kind runs
+    assert cluster.mcemu("run", "--shape", "2x1", "true").returncode == 0
+    cluster.down()
+    cluster.up("--topology", "hypercube:2", "--allocator", "buddy", "--scheduler", "fcfs")
+    r = cluster.mcemu("run", "--shape", "2x2", "true", check=False)
+    assert r.returncode == 2 and ("--shape 2x2 asks for a submesh, but this cluster is hypercube:2: give --cube D "
+                                  "(a subcube) or -n N") in r.stderr, r.stderr
+    with pytest.raises(DaemonError, match="asks for a submesh, but this cluster is hypercube:2"):
+        cluster.client.submit({"shape": [2, 1]}, 10)
+    assert cluster.client.queue(all=True)["jobs"] == []
+    assert cluster.mcemu("run", "--cube", 2, "true").returncode == 0
+    assert cluster.mcemu("run", "-n", 3, "true").returncode == 0  # a node count fits either kind

@@ -297,8 +297,8 @@ def add_commands(sub) -> None:
 def _submit_parser(sub) -> None:
     p = sub.add_parser("submit", help="submit one job")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--cube", type=int, help="a K-cube")
-    g.add_argument("--shape", help="a WxH submesh")
+    g.add_argument("--cube", type=int, help="a K-cube (on a hypercube)")
+    g.add_argument("--shape", help="a WxH submesh (on a mesh)")
     g.add_argument("--nodes", "-n", type=int, help="a processor count (-n: sbatch's and mpiexec's name)")
     p.add_argument("--runtime", type=float, help="run time in model time units (required without --pattern)")
     p.add_argument("--name")

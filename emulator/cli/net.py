@@ -183,9 +183,10 @@ def pattern_job(args, request: dict, client) -> tuple[str, float]:
     The job asks for its logical grid as a job of ``mcemu simulate --comm`` does
     (scheduler.comm_profile.grid_request): ``request`` is rewritten in place to it (a node
     count on a mesh becomes the smallest submesh that holds it; a k-cube is its most square
-    grid of 2^k ranks)."""
+    grid of 2^k ranks; a request of the other topology's kind is refused, as the daemon does)."""
     import inspect
 
+    from emulator.live.admission import wrong_kind
     from emulator.live.config import message
     from scheduler.comm_profile import grid_request
     from scheduler.network.patterns import pattern_pairs
@@ -194,7 +195,11 @@ def pattern_job(args, request: dict, client) -> tuple[str, float]:
 
     cfg = client.status()["config"]
     try:
-        w, h, grid = grid_request(Request.from_dict(request), parse_topology(cfg["topology"]))
+        topology = parse_topology(cfg["topology"])
+        why = wrong_kind(request, topology)  # the daemon's refusal, before the request is rewritten below
+        if why:
+            raise UsageError(why)
+        w, h, grid = grid_request(Request.from_dict(request), topology)
         pattern_pairs(args.pattern, w, h)
     except (NetworkError, KeyError, RequestError, TopologyError) as e:
         raise UsageError(f"--pattern: {message(e)}") from None

@@ -24,6 +24,11 @@ which are never metered (their heartbeats are their life).
 Job names are shown on other users' terminals (``mcemu queue``, the monitor): a name with a
 control character (C0, DEL, C1: terminal escape sequences, newlines) or a bidirectional
 override is refused at submit (``bad-name``).
+
+A request of the other topology's kind (a cube on a mesh, a submesh on a hypercube) is refused at
+submit (``bad-request``): the policies take it as its processor count (scheduler.topology
+``normalize``, as the simulator keeps doing), so a user who asked for a 3-cube on an 8x8 mesh
+would get a 4x2 submesh without a word.
 """
 from __future__ import annotations
 
@@ -45,6 +50,20 @@ def bad_name(name: str) -> str | None:
         if ch in _BIDI or unicodedata.category(ch) == "Cc":
             return (f"job name has the control character {ascii(ch)} at position {i}: names are shown on other "
                     f"users' terminals, so control characters and bidirectional overrides are refused")
+    return None
+
+
+def wrong_kind(request: dict, topology) -> str | None:
+    """Why ``request`` (the protocol's ``{"cube": k}``, ``{"shape": [w, h]}``) does not belong on
+    ``topology`` (scheduler.topology), or None: a node count fits any."""
+    if "cube" in request and topology.kind != "hypercube":
+        k = request["cube"]
+        return (f"--cube {k} asks for a {k}-cube, but this cluster is {topology}: "
+                f"give --shape WxH (a submesh) or -n N (a node count)")
+    if "shape" in request and topology.kind != "mesh":
+        w, h = request["shape"]
+        return (f"--shape {w}x{h} asks for a submesh, but this cluster is {topology}: "
+                f"give --cube D (a subcube) or -n N (a node count)")
     return None
 
 
@@ -90,4 +109,4 @@ class Admission:
         return None
 
 
-__all__ = ["ASKED", "Admission", "BURST", "LISTINGS", "QUEUE_QUOTA", "RATE", "bad_name"]
+__all__ = ["ASKED", "Admission", "BURST", "LISTINGS", "QUEUE_QUOTA", "RATE", "bad_name", "wrong_kind"]

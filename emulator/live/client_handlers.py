@@ -4,10 +4,11 @@ Every request (``mcemu submit``, ``cancel``, ``queue``, ``nodes``, ``status``, `
 from the interconnect) carries an ``id`` and gets one ``ok`` or ``error`` reply with it. The
 daemon has already checked that the sender's principal may send it (emulator.live.auth
 ``forbidden``); what depends on the request itself is checked here: a submit the policy can
-never fit is refused before any change, a command runs as the account the principal may use
-(``auth.run_as``), and only an admin cancels another owner's job. The handlers use the
-manager's state and core (``_input``, ``_finish``, ``_kill_tasks``, ``_reply``, ``_error``,
-``book``: emulator.live.jobs.JobBook) and the read-only views of emulator.live.views.
+never fit, or of the other topology's kind (admission ``wrong_kind``), is refused before any
+change, a command runs as the account the principal may use (``auth.run_as``), and only an
+admin cancels another owner's job. The handlers use the manager's state and core (``_input``,
+``_finish``, ``_kill_tasks``, ``_reply``, ``_error``, ``book``: emulator.live.jobs.JobBook) and
+the read-only views of emulator.live.views.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from collections import deque
 from emulator.live import auth
 from emulator.live import protocol as P
 from emulator.live import views
-from emulator.live.admission import ASKED, LISTINGS, bad_name
+from emulator.live.admission import ASKED, LISTINGS, bad_name, wrong_kind
 from emulator.live.jobs import ACTIVE
 from scheduler.jobs import JobError
 from scheduler.topology import Request, RequestError, TopologyError
@@ -36,6 +37,9 @@ class ClientHandlers:
         why = bad_name(msg.get("name") or "")
         if why:
             return m._error(ident, "bad-name", why, msg["id"])
+        why = wrong_kind(msg["request"], m.topology)
+        if why:
+            return m._error(ident, "bad-request", why, msg["id"])
         try:
             m.policy.normalize(Request.from_dict(msg["request"]))  # refuse what can never fit before any change
         except (RequestError, TopologyError, JobError) as e:
