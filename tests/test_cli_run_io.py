@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from conftest import ROOT, wait_for
@@ -94,6 +95,71 @@ def test_rank_0_gets_each_line_as_it_is_written_and_run_ends_with_its_job(cluste
     assert p.stdout.readline() == b"second b\n"
     assert p.wait(30) == 0  # its stdin still open
     p.stdin.close()
+
+
+def fifos(cluster, pid: int) -> list:
+    """The stdin FIFOs ``mcemu run`` of ``pid`` made in the cluster's home."""
+    return sorted((cluster.home / "input").glob(f"run-{pid}-*.fifo"))
+
+
+def run_reading_stdin(cluster, prog):
+    """``mcemu run -n 1 prog`` with a pipe as its stdin, once its FIFO is made and its rank 0 runs."""
+    p = subprocess.Popen([sys.executable, "-m", "emulator", "run", "-n", "1", sys.executable, str(prog)],
+                         env=cluster.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cluster.record(p)
+    assert p.stdout.readline() == b"ready\n"  # rank 0 has opened the FIFO: the job runs
+    ct = round(psutil.Process(p.pid).create_time() * 100)
+    assert [f.name.startswith(f"run-{p.pid}-{ct}-") for f in fifos(cluster, p.pid)] == [True]
+    return p
+
+
+@pytest.mark.live
+def test_the_fifo_of_a_run_killed_by_sigkill_goes_at_the_next_run_and_at_down(cluster, tmp_path):
+    """A killed ``mcemu run`` cannot remove its FIFO: the next ``run`` does, and ``down``; a live
+    run's FIFO stays through both."""
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "read.py"
+    prog.write_text("import sys\nprint('ready', flush=True)\nsys.stdin.read()\n")
+    killed = run_reading_stdin(cluster, prog)
+    stale = fifos(cluster, killed.pid)
+    killed.kill()
+    killed.wait(10)
+    assert [f for f in stale if f.exists()] == stale  # left behind
+    live = run_reading_stdin(cluster, prog)  # the next run: the killed one's FIFO goes, its own is made
+    assert not any(f.exists() for f in stale)
+    mine = fifos(cluster, live.pid)
+    killed = run_reading_stdin(cluster, prog)
+    stale = fifos(cluster, killed.pid)
+    killed.kill()
+    killed.wait(10)
+    cluster.down()
+    assert not any(f.exists() for f in stale)
+    assert live.poll() is None and all(f.exists() for f in mine)  # its command still runs
+    live.terminate()
+    live.wait(30)
+    assert not any(f.exists() for f in mine)  # it removed its own as it ended
+
+
+def test_a_sweep_removes_only_fifos_whose_maker_is_gone(tmp_path):
+    """A pid reused by another process (another create time) counts as gone; the FIFO of a live
+    maker, an older name of a live pid, another kind of file or another name stay."""
+    import psutil
+
+    from emulator.cli._stdin import sweep
+
+    d = tmp_path / "input"
+    d.mkdir()
+    me, ct = os.getpid(), round(psutil.Process().create_time() * 100)
+    nobody = 2 ** 22 + 7  # above Linux's PID_MAX_LIMIT: no process has it
+    gone = [d / f"run-{me}-{ct + 500}-ab.fifo", d / f"run-{nobody}-{ct}-ab.fifo", d / f"run-{nobody}-ab.fifo"]
+    kept = [d / f"run-{me}-{ct}-ab.fifo", d / f"run-{me}-cd.fifo", d / "other.fifo"]
+    for f in gone + kept:
+        os.mkfifo(f)
+    kept.append(d / f"run-{nobody}-{ct}-ef.fifo")
+    kept[-1].write_text("a plain file")
+    assert sorted(sweep(tmp_path)) == sorted(gone)
+    assert all(f.exists() for f in kept) and not any(f.exists() for f in gone)
+    assert sweep(tmp_path / "nowhere") == []
 
 
 @pytest.mark.live

@@ -7,16 +7,59 @@ hold the job back for ever; through the FIFO rank 0 reads each line as soon as i
 
 A TTY is not read (rank 0 gets /dev/null): a ``mcemu run ... &`` of an interactive shell that
 read its terminal would be stopped (SIGTTIN), as srun and mpiexec are. Neither is /dev/null.
+
+A FIFO is named after the command that made it, its pid and create time (``run-PID-CT-X.fifo``,
+CT in hundredths of a second): a command killed with SIGKILL cannot remove its own, so the next
+``mcemu run`` and ``mcemu down`` remove (:func:`sweep`) every FIFO whose maker is gone, a pid
+since reused by another process included (another create time). A job whose rank 0 has not yet
+opened such a FIFO then fails to start (exit 127) rather than wait for ever for a writer.
 """
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 import threading
 from pathlib import Path
 
+import psutil
+
 CHUNK = 1 << 16
+# the older names carry the pid alone
+_NAME = re.compile(r"run-(\d+)-(?:(\d+)-)?[0-9a-f]+\.fifo")
+
+
+def _maker_alive(pid: int, ct: int | None) -> bool:
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        # psutil's create time is boot time + start ticks: the same float at every reading
+        return ct is None or abs(round(p.create_time() * 100) - ct) <= 1
+    except psutil.Error:
+        return False
+
+
+def sweep(home: Path) -> list[Path]:
+    """Remove the FIFOs of ``home``'s input directory whose ``mcemu run`` is gone; those removed.
+    Anything else there (a file of another name or kind) is left alone."""
+    removed = []
+    try:
+        entries = list(os.scandir(home / "input"))
+    except OSError:  # no input directory: no ``mcemu run`` ever read a stdin here
+        return removed
+    for e in entries:
+        m = _NAME.fullmatch(e.name)
+        try:
+            if not m or not stat.S_ISFIFO(e.stat(follow_symlinks=False).st_mode):
+                continue
+            if not _maker_alive(int(m[1]), int(m[2]) if m[2] else None):
+                os.unlink(e.path)
+                removed.append(Path(e.path))
+        except FileNotFoundError:  # removed meanwhile: its command ended, or another sweep
+            pass
+    return removed
 
 
 def wanted(fd: int = 0) -> bool:
@@ -38,7 +81,8 @@ class StdinPump:
     def __init__(self, home: Path, src: int = 0):
         d = home / "input"
         d.mkdir(mode=0o700, exist_ok=True)
-        self.path = d / f"run-{os.getpid()}-{secrets.token_hex(4)}.fifo"
+        ct = round(psutil.Process().create_time() * 100)
+        self.path = d / f"run-{os.getpid()}-{ct}-{secrets.token_hex(4)}.fifo"
         os.mkfifo(self.path, 0o600)
         self.src = src
         self.pending, self.eof = b"", False

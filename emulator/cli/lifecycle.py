@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from emulator.cli import UsageError
+from emulator.cli import _stdin
 from emulator.cli._client import FINISHED
 from emulator.live import config as configmod
 from emulator.live import home as homemod
@@ -338,5 +339,6 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
     killed, alive = _escalate(alive, "kill")
     for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json", "interconnect.pid", "net.sock"):
         (home / f).unlink(missing_ok=True)
+    _stdin.sweep(home)  # the stdin FIFOs of `mcemu run`s killed by SIGKILL; a live run's stays
     return {"home": str(home), "stopped": pids, "terminated": terminated, "killed": killed,
             "was_running": bool(everyone)}

@@ -139,6 +139,8 @@ def cmd_run(args) -> int:
     command = "PYTHONUNBUFFERED=1 " + shlex.join(args.program)
     cwd = workdir(args.chdir)
     outdir = _outdir(args)
+    if outdir is not None:
+        _stdin.sweep(outdir.parent)  # the FIFOs of runs killed by SIGKILL (emulator.cli._stdin)
     pump = _stdin.StdinPump(outdir.parent) if outdir is not None and args.input == "0" and _stdin.wanted() else None
     try:
         with connect(args) as c:
