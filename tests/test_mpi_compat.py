@@ -306,6 +306,32 @@ def test_abort_exits_with_its_code_after_flushing(tmp_path):
     assert "application called MPI_Abort(MPI_COMM_WORLD, 7)" in res.stderr
 
 
+def test_init_is_the_programs_to_call_when_rc_initialize_is_false():
+    """As mpi4py 4.1.2 over MPICH 5.0.2 printed it: not initialized before ``Init`` (with
+    ``rc.initialize = False``), still initialized after ``Finalize``; a second ``Init`` is an
+    MPI.Exception of class ERR_OTHER (15). Calls before ``Init`` still work here (MPICH's end
+    the process): no program relies on that failing."""
+    code = textwrap.dedent("""\
+        import mpi4py
+        mpi4py.rc.initialize = False
+        from mpi4py import MPI
+        print("before Init", MPI.Is_initialized(), MPI.Is_finalized())
+        print("Init_thread", MPI.Init_thread(MPI.THREAD_SINGLE), MPI.Is_initialized(), MPI.Is_finalized())
+        try:
+            MPI.Init()
+        except MPI.Exception as e:
+            print("second Init", e.Get_error_class())
+        MPI.Finalize()
+        print("after Finalize", MPI.Is_initialized(), MPI.Is_finalized())
+    """)
+    res = _local(1, sys.executable, "-c", code)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["before Init False False", "Init_thread 0 True False", "second Init 15",
+                                       "after Finalize True True"]
+    res = _local(1, sys.executable, "-c", "from mpi4py import MPI; print(MPI.Is_initialized(), MPI.Is_finalized())")
+    assert res.stdout == "True False\n", res.stderr  # rc.initialize's default: initialized at the import
+
+
 def test_modules_not_offered_raise_not_implemented_naming_themselves():
     code = textwrap.dedent("""\
         import numpy as np

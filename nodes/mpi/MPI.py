@@ -4,6 +4,8 @@ NotImplementedError naming it (a module ``__getattr__``; the classes have their 
 """
 from __future__ import annotations
 
+import sys as _sys
+
 from nodes.mpi import errors as _errors
 from nodes.mpi import timing as _timing
 from nodes.mpi.comm import Comm
@@ -35,17 +37,35 @@ COMM_NULL = Comm("null", "COMM_NULL")
 GROUP_NULL = Group()
 GROUP_EMPTY = Group()
 
-_state = {"finalized": False}
+
+
+def _initialize_at_import() -> bool:
+    """mpi4py's ``rc.initialize``, which a program sets before ``from mpi4py import MPI`` to call
+    ``MPI.Init`` itself: the shim's (nodes/mpi/shim), or True where this module is imported
+    without it."""
+    return bool(getattr(getattr(_sys.modules.get("mpi4py"), "rc", None), "initialize", True))
+
+
+# "initialized" is only what Is_initialized says: the transport connects at the first call that
+# needs it, Init or not (MPICH fails a call before Init; a program that did not care ran here)
+_state = {"finalized": False, "initialized": _initialize_at_import()}
+
+
+def _init() -> None:
+    if _state["initialized"]:  # MPICH's refusal, under mpi4py an MPI.Exception of class ERR_OTHER
+        raise _errors.MPIException(_errors.ERR_OTHER, "Cannot call MPI_INIT or MPI_INIT_THREAD more than once")
+    _state["initialized"] = True
 
 
 def Init() -> None:
-    pass
+    _init()
 
 
 # THREAD_SINGLE, where MPICH gives mpi4py's THREAD_MULTIPLE: nothing in this layer guards its
 # state against calls from two threads, and a program that tests the level before it starts
 # threads must not be told it may (docs/ARCHITECTURE.md: a rank progresses inside MPI calls)
 def Init_thread(required: int = _THREAD) -> int:
+    _init()
     return _THREAD
 
 
@@ -58,7 +78,8 @@ def Is_thread_main() -> bool:
 
 
 def Is_initialized() -> bool:
-    return True
+    """False only before ``Init`` where ``mpi4py.rc.initialize`` was False; true after Finalize."""
+    return _state["initialized"]
 
 
 def Is_finalized() -> bool:
