@@ -74,7 +74,7 @@ def _flooder(endpoint: str | None, home: str, key: str | None, jobs: int, querie
     res: dict = {}
     with Client(endpoint, timeout=300.0, home=Path(home) if home else None, key=key) as c:
         t0 = time.monotonic()
-        got = c.submit_many([{"request": {"cube": 0}, "runtime": runtime, "name": f"f{i}"} for i in range(jobs)])
+        got = c.submit_many([{"request": {"nodes": 1}, "runtime": runtime, "name": f"f{i}"} for i in range(jobs)])
         res["submit_s"] = time.monotonic() - t0
         res["submit_start"], res["submit_end"] = t0, time.monotonic()
         refused: dict[str, int] = {}

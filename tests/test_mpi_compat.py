@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -304,6 +305,27 @@ def test_abort_exits_with_its_code_after_flushing(tmp_path):
     res = _local(2, sys.executable, str(prog))
     assert res.returncode == 7 and "unflushed" in res.stdout
     assert "application called MPI_Abort(MPI_COMM_WORLD, 7)" in res.stderr
+
+
+@pytest.mark.parametrize("code, status", [(256, 1), (-1, 255), (0, 1)])
+def test_abort_exits_with_its_code_s_low_byte_and_never_0_so_the_others_end(tmp_path, code, status):
+    """MPICH's mpiexec exits with the code's low byte (Abort(-1): 255). Abort(256) exited 0
+    here: nothing ended the other ranks (here one that sleeps, as a computing one would) until
+    they ended by themselves. Never 0, so that they end (mpiexec exits 0 for
+    Abort(0) and 256)."""
+    prog = tmp_path / "abort.py"
+    prog.write_text(textwrap.dedent(f"""\
+        import time
+        from mpi4py import MPI
+        c = MPI.COMM_WORLD
+        if c.rank == 1:
+            c.Abort({code})
+        time.sleep(30)
+    """))
+    t0 = time.monotonic()
+    res = _local(2, sys.executable, str(prog))
+    assert res.returncode == status and time.monotonic() - t0 < 15
+    assert f"application called MPI_Abort(MPI_COMM_WORLD, {code})" in res.stderr
 
 
 def test_init_is_the_programs_to_call_when_rc_initialize_is_false():

@@ -162,9 +162,11 @@ class Comm(metaclass=UnsupportedMeta):
 
     def Abort(self, errorcode: int = 0):
         """End this rank at once with ``errorcode`` (its job then fails, as mpiexec's does), after
-        MPICH's line on stderr. Abort(0) exits 1: the cluster ends a job's other ranks only
-        when one exits non-zero (mpiexec kills them whatever the code), and they must not go
-        on waiting for this one."""
+        MPICH's line on stderr. The status is the code's low byte, as MPICH's mpiexec gives
+        (Abort(-1): 255), but never 0: the cluster ends a job's other ranks only when one exits
+        non-zero (mpiexec kills them whatever the code), and they must not go on waiting for this
+        one. So Abort(0), and Abort(256) whose low byte is 0 (it exited 0, and the others ran on
+        to their end), exit 1 where mpiexec exits 0."""
         from nodes.mpi import matching
         eng = self.__dict__.get("_eng") or matching._engine  # none made yet: no rank to say
         where = f" on node {eng.rank} (rank {eng.rank} in comm 0)" if eng is not None else ""
@@ -179,7 +181,7 @@ class Comm(metaclass=UnsupportedMeta):
                 f.flush()
             except Exception:  # noqa: BLE001  (a closed stream must not keep the rank alive)
                 pass
-        os._exit(errorcode or 1)
+        os._exit(int(errorcode) & 0xFF or 1)
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.{type(self).__name__} {self._name}>"
