@@ -259,7 +259,7 @@ class Intracomm(Comm):
         return self._make(cls, (self._group, base), f"{self._name}.Dup")
 
     def Dup(self, info=None) -> "Intracomm":
-        return self._dup(Intracomm)
+        return self._dup(type(self))  # as mpi4py's: a subclass's (mpi4py.util.pkl5's) stays one
 
     Clone = Dup
 

@@ -91,8 +91,14 @@ def _end(status: int, traceback: bool) -> None:
 
 def main(argv: list | None = None) -> None:
     args = parse(sys.argv[1:] if argv is None else argv)
+    guarded(run_command_line, args)
+
+
+def guarded(fn, *args) -> None:
+    """Call ``fn(*args)`` as mpi4py's launcher runs a program (mpi4py.futures' launcher too):
+    what it leaves uncaught ends the job (module docstring)."""
     try:
-        run_command_line(args)
+        fn(*args)
     except SystemExit as e:  # sys.exit(0) (or None) ends the rank normally; any other status, the job
         if e.code is None or e.code == 0:
             raise

@@ -1,2 +1,3 @@
-"""Miscellaneous utilities (mpi4py.util): dtlib for named datatypes; pkl5, pool and sync are
-not supported (importing one raises NotImplementedError naming it)."""
+"""Miscellaneous utilities (mpi4py.util): dtlib for named datatypes, pkl5's communicators and
+pool's multiprocessing-like Pool (over mpi4py.futures); sync is not supported (importing it
+raises NotImplementedError naming it)."""
