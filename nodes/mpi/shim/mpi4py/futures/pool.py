@@ -1,6 +1,7 @@
-"""MPIPoolExecutor and MPICommExecutor, as mpi4py 4.1's futures/pool.py (BSD-2-Clause, Lisandro
-Dalcin) defines them: the same arguments, results, errors and map iterator (ported), over the
-pools of ._core, which the calling thread drives (mcemu's MPI is single-threaded).
+"""MPIPoolExecutor and MPICommExecutor, as mpi4py 4.1's futures/pool.py (Lisandro Dalcin;
+BSD-2-Clause, its text in ../LICENSE-mpi4py.rst) defines them: the same arguments, results,
+errors and map iterator (ported), over the pools of ._core, which the calling thread drives
+(mcemu's MPI is single-threaded).
 
 Only the static pools exist: the one ``python -m mpi4py.futures`` makes of COMM_WORLD's ranks
 other than 0, and MPICommExecutor's. An MPIPoolExecutor outside them would start its workers

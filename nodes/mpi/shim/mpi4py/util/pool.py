@@ -1,8 +1,9 @@
-"""mpi4py.util.pool: ``multiprocessing.pool``'s interface over mpi4py.futures, ported from
-mpi4py 4.1 (util/pool.py, BSD-2-Clause, Lisandro Dalcin). ``Pool`` is an MPIPoolExecutor, so
-it needs what that needs (``python -m mpi4py.futures``). One change for mcemu's single-threaded
-MPI: an AsyncResult's ``wait``, ``get`` and ``ready`` progress the pool from the calling thread
-(mpi4py.futures' docstring), and ``map_async``'s list is gathered when the caller next waits."""
+"""mpi4py.util.pool: ``multiprocessing.pool``'s interface over mpi4py.futures, ported from mpi4py
+4.1 (util/pool.py, Lisandro Dalcin; BSD-2-Clause, its text in ../LICENSE-mpi4py.rst). ``Pool``
+is an MPIPoolExecutor, so it needs what that needs (``python -m mpi4py.futures``). One change
+for mcemu's single-threaded MPI: an AsyncResult's ``wait``, ``get`` and ``ready`` progress the
+pool from the calling thread (mpi4py.futures' docstring), and ``map_async``'s list is gathered
+when the caller next waits."""
 import functools
 import operator
 import warnings
