@@ -128,14 +128,14 @@ class VirtualMode:
         return self.vt.ranks.get((j, rank))
 
     def send(self, j, rank, ident, m, dst) -> None:
-        r = self.rank(j, rank)
+        r = self.vt.ranks.get((j, rank))
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello", m["id"])
         if dst == j.nodes[rank]:  # no channel: it could arrive at the instant it leaves (vtime's rule)
             return self.ic._error(ident, "self-send", "in virtual time a rank does not send to itself (MPI "
                                                       "hands such a message over without the network)", m["id"])
         vt = m.get("vt", 0.0)
-        self.vt.report(r, vt)
+        at = self.vt.report(r, vt)
         nbytes = m.get("nbytes")
         length = self.net.length if nbytes is None else 1 + math.ceil(nbytes / self.flit_bytes)
         ic = self.ic
@@ -147,7 +147,7 @@ class VirtualMode:
         r.sent += 1
         # at the frame's own clock, ranked among sends of the same instant by the sender's count:
         # the same order every run and in the replay (emulator.sim.replay)
-        behind = self.net.now - self.vt.flits(vt)
+        behind = self.net.now - at
         if behind > LATE:  # a bound that passed the rank's clock: a bug, said loudly
             log.warning("job %d rank %d sent at %.9f s, %.3f flit times behind the model: injected late",
                         j.id, rank, vt, behind)
@@ -155,7 +155,7 @@ class VirtualMode:
         r.nsent += 1
 
     def wait(self, j, rank, ident, m) -> None:
-        r = self.rank(j, rank)
+        r = self.vt.ranks.get((j, rank))
         if r is None:
             return self.ic._error(ident, "not-started", "the job's ranks have not all said hello")
         self.vt.wait(r, m["vt"], m.get("until"), m.get("what") or "", m.get("match"), m.get("need", 1))
@@ -180,19 +180,21 @@ class VirtualMode:
         ic = self.ic
         j, rank, to, sender, rid, data, measured, notice, nbytes, length = ic.msgs.pop(d.tag)
         ic.unhold(j, rank, data)
-        src = self.rank(j, rank)
+        ranks = self.vt.ranks
+        src = ranks.get((j, rank))
         if src is not None:
             src.sent -= 1
-        dst = self.rank(j, to)
+        dst = ranks.get((j, to))
         if dst is None or ic.jobs.jobs.get(j.id) is not j:
             return []
-        delay = self.net.us(self.driver.record(j.stats, d, measured, length))
+        delay = self.driver.record(j.stats, d, measured, length)
         j.stats.bytes += nbytes
         j.dirty = True
         due = self.vt.seconds(d.delivered)
         out = [(dst, P.encode_unchecked("net_msg", source=rank, data=data, due=due), _envelope(rank, data))]
         if notice and src is not None:
-            out.append((src, P.encode_unchecked("net_delivered", id=rid, delay_us=delay, due=due), None))
+            out.append((src, P.encode_unchecked("net_delivered", id=rid, delay_us=self.net.us(delay), due=due),
+                        None))
         return out
 
     def pump(self) -> None:

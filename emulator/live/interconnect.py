@@ -167,12 +167,12 @@ class Interconnect(Serving):
         t = m["type"]
         if t == "net_send":
             self.on_send(ident, m, now)
+        elif t == "net_wait" or t == "net_bye":  # a virtual-time send's companion: the next most common
+            self.on_clock(ident, t, m)
         elif t == "net_hello":
             self.on_hello(ident, m)
         elif t == "net_barrier":
             self.on_barrier(ident, m)
-        elif t in ("net_wait", "net_bye"):
-            self.on_clock(ident, t, m)
         else:
             doc = self.links.doc(self.dilation)
             # each running job's statistics so far: the monitor's running table shows the mean delay

@@ -48,7 +48,7 @@ class VRank:
     """One rank's clock as the interconnect knows it (times in flit times)."""
 
     __slots__ = ("key", "job", "rank", "state", "vt", "pid", "until", "until_s", "what", "events", "sent",
-                 "shared", "nsent", "ver", "frames", "match", "need", "held")
+                 "shared", "nsent", "ver", "frames", "match", "need", "held", "hb")
 
     def __init__(self, key, job, rank: int, pid: int | None):
         self.key, self.job, self.rank, self.pid = key, job, rank, pid
@@ -66,6 +66,7 @@ class VRank:
         self.nsent = 0  # every message it sent (the tie key of the next: driver.send_order)
         self.shared = None  # the clock it publishes (emulator.live.vclock.ClockReader), if any
         self.ver = 0  # which of its entries in VirtualTime.heap is current (-1: forgotten)
+        self.hb = None  # the bound of that entry (INF: none in the heap)
         self.frames = 0  # its frames with a clock read so far (a published record counts them too)
 
     def bound(self) -> float:

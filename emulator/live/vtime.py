@@ -67,6 +67,7 @@ class VirtualTime:
         self.released = 0.0  # the latest answer: a job that starts now starts here
         self.stuck = 0.0  # step's: the latest time a waiting rank could not be answered at
         self.kept = False  # a pass of step's answered a rank without waking it
+        self.grew = False  # a pass of step's answered a rank whose bound it raised
         # every rank by bound, lazily: (bound, counter, version, rank); an entry whose version is
         # not its rank's is stale. A turn looks at the smallest bounds, not at every rank.
         self.heap: list = []
@@ -75,6 +76,7 @@ class VirtualTime:
         # the shortest latency of the smallest, and a turn popped and pushed back all 64 of them
         self.waiting: list = []
         self._hseq = 0
+        self.cap = 64  # the heap's length above which it is mostly stale entries: 8 a rank and 64
         self._seq = 0
         # barriers entered and not complete: key (a job, or a group's name) -> ({VRank: (entry, frame)},
         # members: () -> the VRanks that must enter)
@@ -89,22 +91,32 @@ class VirtualTime:
             r = self.ranks[key] = VRank(key, job, rank, pid)
             r.vt = vt0
             self._touch(r)
+        self.cap = 8 * len(self.ranks) + 64
         return vt0
 
-    def _touch(self, r: VRank) -> None:
-        """``r``'s bound changed: its current entry in the heap."""
+    def _touch(self, r: VRank) -> float:
+        """``r``'s bound changed: its current entry in the heap. Returns the bound."""
+        b = r.bound()
+        if b == r.hb and r.state != WAITING:
+            # its entry stands (an answer most often leaves the bound as it was): a new one would
+            # only move it behind the others of the same bound, and ties decide nothing (_answer)
+            return b
+        r.hb = b
         r.ver += 1
+        if b == INF:  # never the smallest bound that matters: no entry (none is as good as one)
+            return b
         self._hseq += 1
-        e = (r.bound(), self._hseq, r.ver, r)
+        e = (b, self._hseq, r.ver, r)
         heappush(self.heap, e)
-        if r.state == WAITING and e[0] != INF:
+        if r.state == WAITING:
             heappush(self.waiting, e)
-        if len(self.heap) > 8 * len(self.ranks) + 64:  # mostly stale entries: start again
+        if len(self.heap) > self.cap:  # mostly stale entries: start again
             # in place: _answer holds the lists while it answers (and touches) ranks, and puts
             # back into :attr:`waiting` the entries it could not answer
             for h in (self.heap, self.waiting):
                 h[:] = [e for e in h if e[2] == e[3].ver]
                 heapify(h)
+        return b
 
     def _top(self):
         heap = self.heap
@@ -120,6 +132,7 @@ class VirtualTime:
                 r.shared.close()
             if r.pid is not None and hasattr(self.cpu, "drop"):
                 self.cpu.drop(r.pid)
+        self.cap = 8 * len(self.ranks) + 64
         self.barriers.pop(job, None)
         for key in list(self.barriers):  # a group's barrier may wait for this job no longer
             self._complete(key)
@@ -181,15 +194,17 @@ class VirtualTime:
         asked for would ask again for ever)."""
         return r.until_s if r.until_s is not None and at == r.until else self.clock.time(at)
 
-    def report(self, r: VRank, vt_s: float, state: int = COMPUTING) -> None:
-        """A frame of ``r`` stamped with its clock (seconds): it is computing (or ``state``)."""
-        t = self.flits(vt_s)
+    def report(self, r: VRank, vt_s: float, state: int = COMPUTING) -> float:
+        """A frame of ``r`` stamped with its clock (seconds): it is computing (or ``state``).
+        Returns the clock in flit times."""
+        t = self.clock.flits(vt_s)
         if t > r.vt:
             r.vt = t
         r.frames += 1
         r.state = state
         if state != WAITING:
             self._touch(r)
+        return t
 
     def wait(self, r: VRank, vt_s: float, until_s: float | None, what: str, match=None, need: int = 1) -> None:
         """``match``: the envelopes that can end a wait for the next event, ``need``: how many of
@@ -249,6 +264,14 @@ class VirtualTime:
             if not got and not self.kept:
                 break
             answers.extend(got)
+            if not self.kept and not self.grew:
+                # every bound is as it was, so the model can go no further and the window holds
+                # the same ranks with the same answers: the next pass would find nothing (half
+                # of all passes). Only :attr:`stuck` differs: the new lead may be computing
+                top = self._top()
+                if top is not None and top[3].state == COMPUTING:
+                    self.stuck = INF
+                break
         return answers
 
     def _advance(self) -> None:
@@ -280,14 +303,8 @@ class VirtualTime:
         self.stuck = 0.0
         if top is None:
             return []
-        heap, first, lead = self.heap, top[0], top[3]
-        second = INF  # the next bound after the top rank's own: what its answer must not pass
-        if lead.state == WAITING:
-            heappop(heap)
-            nxt = self._top()
-            second = INF if nxt is None else nxt[0]
-            heappush(heap, top)
-        elif lead.state == COMPUTING:
+        first, lead = top[0], top[3]
+        if lead.state == COMPUTING:
             self.stuck = INF  # whoever waits may wait for its clock: read it (refresh)
         waiting, end = self.waiting, first + self.minlat
         window = []
@@ -299,6 +316,9 @@ class VirtualTime:
         model = INF if nt is None else nt
         barrier = self._barrier_bounds() if self.barriers else {}
         out = []
+        self.grew = False
+        lat = self.minlat
+        second = None  # the next bound after the lead's own (what its answer must not pass), once needed
         for e in window:
             r = e[3]
             if r.state != WAITING:
@@ -308,7 +328,10 @@ class VirtualTime:
                 a = r.events[0][0]
             # a delivery not known yet comes at least a flit after the model's next event (a header
             # crosses a channel first: the interconnect refuses a virtual-time send to itself)
-            if a == INF or a >= model + 1 or a >= (second if r is lead else first) + self.minlat or \
+            if a >= first + lat and r is lead and second is None:
+                second = self._second(top)
+            # the lead's answer may pass the others' bounds but not the next one (second >= first)
+            if a == INF or a >= model + 1 or a >= first + lat and (r is not lead or a >= second + lat) or \
                     (r in barrier and a >= barrier[r]):
                 if a != INF:
                     self.stuck = max(self.stuck, a)
@@ -328,11 +351,21 @@ class VirtualTime:
                 continue
             r.held = []
             r.state = COMPUTING
-            self._resume(r, a)
+            if self._resume(r, a) != e[0]:
+                self.grew = True  # the model may go further, another rank be answered: one more pass
             out.append((r, a, frames))  # the rank's clock becomes max(its own, a): it takes the max
         return out
 
-    def _resume(self, r: VRank, a: float) -> None:
+    def _second(self, top) -> float:
+        """The smallest bound after the top entry ``top``'s own."""
+        heap = self.heap
+        heappop(heap)
+        nxt = self._top()
+        heappush(heap, top)
+        return INF if nxt is None else nxt[0]
+
+    def _resume(self, r: VRank, a: float) -> float:
+        """``r`` resumes at ``a``: its new bound."""
         # its clock as it will say it: its seconds back in flit times (the model's ``a`` may be an
         # ulp off; a bound an ulp above its next send let the model take that instant's event first)
         t = self.flits(self.answer_s(r, a))
@@ -340,7 +373,7 @@ class VirtualTime:
             r.vt = t
         if a > self.released:
             self.released = a
-        self._touch(r)
+        return self._touch(r)
 
     def deadlocked(self) -> list:
         """[(job, its waiting ranks)] for the jobs that can never go on (module docstring)."""
