@@ -9,6 +9,7 @@ test kills stays dead, as it did before the launcher restarted nodes.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -177,8 +178,9 @@ class LiveCluster:
         return self.leftover
 
 
-@pytest.fixture
-def cluster():
+@contextlib.contextmanager
+def live_cluster():
+    """A LiveCluster in a home of its own, torn down at the end: no process of it may be left."""
     home = Path(tempfile.mkdtemp(prefix="mcemu-"))
     c = LiveCluster(home)
     try:
@@ -189,3 +191,9 @@ def cluster():
         finally:
             shutil.rmtree(home, ignore_errors=True)
         assert not leftover, f"processes still alive after teardown: {leftover}"
+
+
+@pytest.fixture
+def cluster():
+    with live_cluster() as c:
+        yield c

@@ -6,14 +6,12 @@ comparison commands are in the README's mpi4py section). Every job must end with
 status 0; the module's cluster is brought down at the end and no process may be left."""
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, LiveCluster, final_comm
+from conftest import ROOT, final_comm, live_cluster
 
 pytestmark = pytest.mark.live
 
@@ -22,18 +20,10 @@ PROGS = ROOT / "tests" / "fixtures" / "futures"
 
 @pytest.fixture(scope="module")
 def vcluster():
-    home = Path(tempfile.mkdtemp(prefix="mcemu-"))
-    c = LiveCluster(home)
-    try:
+    with live_cluster() as c:
         c.up("--topology", "mesh:2x2", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole",
              "--net-time", "virtual")
         yield c
-    finally:
-        try:
-            leftover = c.teardown()
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-        assert not leftover, f"processes still alive after teardown: {leftover}"
 
 
 def run(cluster, *cmd, n: int = 4, status: int = 0) -> tuple[list[str], str, dict]:

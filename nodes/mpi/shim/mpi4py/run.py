@@ -16,11 +16,12 @@ options:
   -rc <key=value,...>  set 'mpi4py.rc.key=value'"""
 
 
-def _usage(error: str | None = None):
+def usage(error: str | None = None, text: str = USAGE):
+    """``text`` (after ``error`` on stderr, exit 1; alone on stdout, exit 0): the launchers' usage."""
     if error:
-        print(error, USAGE, sep="\n", file=sys.stderr)
+        print(error, text, sep="\n", file=sys.stderr)
         sys.exit(1)
-    print(USAGE)
+    print(text)
     sys.exit(0)
 
 
@@ -32,25 +33,25 @@ def parse(args: list) -> list:
     while args and args[0].startswith("-") and args[0] not in ("-m", "-c", "-"):
         opt = args.pop(0)
         if opt in ("-h", "-help", "--help"):
-            _usage()
+            usage()
         elif opt in ("-version", "--version"):
             print(f"mpi4py {__version__}")
             sys.exit(0)
         elif opt in ("-rc", "--rc") or opt.startswith("--rc="):
             if "=" not in opt and not args:
-                _usage(f"Argument expected for option: {opt}")
+                usage(f"Argument expected for option: {opt}")
             value = opt.partition("=")[2] if "=" in opt else args.pop(0)
             for entry in value.split(","):
                 key, _, val = entry.partition("=")
                 if not key or not val:
-                    _usage(f"Cannot parse rc option: {entry}")
+                    usage(f"Cannot parse rc option: {entry}")
                 setattr(rc, key, _literal(val))
         else:
-            _usage(f"Unknown option: {opt}")
+            usage(f"Unknown option: {opt}")
     if not args:
-        _usage("No path specified for execution")
+        usage("No path specified for execution")
     if args[0] in ("-m", "-c") and len(args) < 2:
-        _usage(f"Argument expected for option: {args[0]}")
+        usage(f"Argument expected for option: {args[0]}")
     return args
 
 

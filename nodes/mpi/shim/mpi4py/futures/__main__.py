@@ -5,19 +5,15 @@ import os
 import sys
 
 from mpi4py.futures._core import SharedPoolCtx
+from mpi4py import run
 from mpi4py.run import guarded, run_command_line
 
 
 def usage(error: str | None = None):
     python = os.path.basename(sys.executable)
-    text = (f"usage: {python} -m mpi4py.futures <pyfile> [arg] ...\n"
-            f"   or: {python} -m mpi4py.futures -m <module> [arg] ...\n"
-            f"   or: {python} -m mpi4py.futures -c <string> [arg] ...")
-    if error:
-        print(error, text, sep="\n", file=sys.stderr)
-        sys.exit(1)
-    print(text)
-    sys.exit(0)
+    run.usage(error, f"usage: {python} -m mpi4py.futures <pyfile> [arg] ...\n"
+                     f"   or: {python} -m mpi4py.futures -m <module> [arg] ...\n"
+                     f"   or: {python} -m mpi4py.futures -c <string> [arg] ...")
 
 
 def checked(args: list) -> list:
