@@ -12,6 +12,7 @@ when one differs. Every process is a subprocess with a timeout: nothing is left 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -27,7 +28,10 @@ TIMING = re.compile(r"Wtime| in [0-9.]+ s|elapsed|[0-9]\.[0-9]+ s\b")
 
 def lines(argv: list[str], timeout: float) -> tuple[int, list[str]]:
     try:
-        p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        # ranks share one pipe: unbuffered (PYTHONUNBUFFERED=1 in the caller's environment), a print
+        # is two writes, its text and its newline, and two ranks' lines come out as one
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return 124, ["(timed out)"]
     return p.returncode, sorted(x for x in (p.stdout + p.stderr).splitlines() if not TIMING.search(x))
