@@ -38,7 +38,6 @@ GROUP_NULL = Group()
 GROUP_EMPTY = Group()
 
 
-
 def _initialize_at_import() -> bool:
     """mpi4py's ``rc.initialize``, which a program sets before ``from mpi4py import MPI`` to call
     ``MPI.Init`` itself: the shim's (nodes/mpi/shim), or True where this module is imported
