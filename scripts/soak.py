@@ -15,7 +15,8 @@ Method
     running ``TRACE`` (each rank notes its pid and whether a process of an earlier attempt of its
     job is still alive: an overlap); *pattern* jobs (transpose 2x2 or ring 4x2, mtbs 25 us,
     20-60 messages per path: ``mcemu submit --pattern``); *mpi*: docs/examples programs run
-    unchanged (ring, cpi, jacobi, transpose, mandelbrot). A submit the daemon does not answer
+    unchanged (ring, cpi, jacobi, transpose, mandelbrot, and futures_primes as a pool of
+    workers: ``python -m mpi4py.futures``). A submit the daemon does not answer
     (it is down) is counted *unanswered*, not retried.
   faults: a random node agent SIGKILLed every ``--node-kill`` s on average (the launcher restarts
     it); the interconnect (its pidfile) every ``--net-kill`` s on average while the daemon serves
@@ -69,7 +70,7 @@ SHAPES = ([1, 1], [2, 1], [2, 2], [4, 2])
 PATTERNS = (([2, 2], "transpose"), ([4, 2], "ring"))
 EXAMPLES = ROOT / "docs" / "examples"
 MPI = (("ring.py 3", [2, 2]), ("cpi.py 100000", [2, 2]), ("jacobi.py 16 20", [2, 2]), ("transpose.py", [2, 2]),
-       ("mandelbrot.py 32 24 100", [2, 1]))
+       ("mandelbrot.py 32 24 100", [2, 1]), ("-m mpi4py.futures futures_primes.py", [2, 2]))
 TRACE = """d="$1"; f="$d/j$MCEMU_JOB_ID"
 if [ -f "$f" ]; then while read att pid; do
   if [ "$att" -lt "$MCEMU_ATTEMPT" ] && grep -qs '^State:[[:space:]]*[A-Y]' "/proc/$pid/status"; then
@@ -153,7 +154,8 @@ class Soak(Watching):
             return kind, dict(req), rt, cmd
         if kind == "mpi":
             prog, shape = rng.choice(MPI)
-            return kind, {"shape": shape}, 120.0, f"{sys.executable} {EXAMPLES / prog}"
+            launcher = "-m mpi4py.futures " if prog.startswith("-m mpi4py.futures ") else ""
+            return kind, {"shape": shape}, 120.0, f"{sys.executable} {launcher}{EXAMPLES / prog.removeprefix(launcher)}"
         rt = rng.uniform(1, 20)
         cmd = f"sh {self.home}/trace.sh {self.home}/trace {rt * 0.05:.3f}" if kind == "traced" else None
         return kind, {"shape": rng.choice(SHAPES)}, rt, cmd
