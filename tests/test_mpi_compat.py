@@ -328,6 +328,30 @@ def test_abort_exits_with_its_code_s_low_byte_and_never_0_so_the_others_end(tmp_
     assert f"application called MPI_Abort(MPI_COMM_WORLD, {code})" in res.stderr
 
 
+def test_an_mpi_error_s_traceback_ends_at_the_program_s_call(tmp_path):
+    """As mpi4py's (its calls are compiled): the program's line, the call, the error; not the
+    dozen frames of matching, buffers and collectives it showed. A caught error is unchanged."""
+    prog = tmp_path / "bad.py"
+    prog.write_text(textwrap.dedent("""\
+        from mpi4py import MPI
+        c = MPI.COMM_WORLD
+        try:
+            c.send(1, dest=7)
+        except MPI.Exception as e:
+            print("caught", e.Get_error_class() == MPI.ERR_RANK, flush=True)
+        if c.rank == 1:
+            c.Recv(bytearray(2), source=0)
+        else:
+            c.Send(bytearray(8), dest=1)
+    """))
+    res = _local(2, sys.executable, str(prog))
+    assert res.returncode == 1 and res.stdout.split() == ["caught", "True"] * 2
+    tb = res.stderr[res.stderr.index("Traceback"):]
+    assert 'line 8, in <module>\n    c.Recv(bytearray(2), source=0)\n' in tb and "in Comm.Recv\n" in tb
+    assert "Message truncated: a message of 8 bytes for a buffer of 2 bytes" in tb
+    assert not any(f in tb for f in ("matching.py", "buffers.py", "request.py", "in timed")), tb
+
+
 def test_init_is_the_programs_to_call_when_rc_initialize_is_false():
     """As mpi4py 4.1.2 over MPICH 5.0.2 printed it: not initialized before ``Init`` (with
     ``rc.initialize = False``), still initialized after ``Finalize``; a second ``Init`` is an

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 
 from nodes.mpi import matching
+from nodes.mpi.errors import MPIException
 
 _depth = 0  # nested MPI calls (a collective's point-to-point calls): only the outermost pauses
 
@@ -35,11 +36,17 @@ def _wrap(fn):
         _depth += 1
         try:
             return fn(*args, **kw)
+        except MPIException as e:
+            # mpi4py's calls are compiled: a program's traceback of an MPI error ends at its own call
+            # and the error, not in a dozen frames of this library's matching and collectives
+            raise e.with_traceback(None)
         finally:
             _depth -= 1
             if pause is not None:
                 t.resume()
     timed.__wrapped_mpi__ = True
+    # the frame a traceback shows is the call's ("in Comm.Recv"), as mpi4py's "in mpi4py.MPI.Comm.Recv"
+    timed.__code__ = timed.__code__.replace(co_name=fn.__qualname__, co_qualname=fn.__qualname__)
     return timed
 
 
