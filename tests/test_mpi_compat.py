@@ -350,6 +350,10 @@ def test_an_mpi_error_s_traceback_ends_at_the_program_s_call(tmp_path):
     assert 'line 8, in <module>\n    c.Recv(bytearray(2), source=0)\n' in tb and "in Comm.Recv\n" in tb
     assert "Message truncated: a message of 8 bytes for a buffer of 2 bytes" in tb
     assert not any(f in tb for f in ("matching.py", "buffers.py", "request.py", "in timed")), tb
+    full = subprocess.run([sys.executable, "-m", "nodes.mpi.local", "-n", "2", "--timeout", "60", sys.executable,
+                           str(prog)], cwd=ROOT, capture_output=True, text=True, timeout=90,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "MCEMU_MPI_TRACEBACK": "full"})
+    assert full.returncode == 1 and "buffers.py" in full.stderr  # where the truncation was found
 
 
 def test_init_is_the_programs_to_call_when_rc_initialize_is_false():

@@ -15,10 +15,12 @@ singleton transports, in wall time) have no ``pause`` and are left alone.
 from __future__ import annotations
 
 import functools
+import os
 
 from nodes.mpi import matching
 from nodes.mpi.errors import MPIException
 
+_FULL = os.environ.get("MCEMU_MPI_TRACEBACK") == "full"
 _depth = 0  # nested MPI calls (a collective's point-to-point calls): only the outermost pauses
 
 
@@ -39,6 +41,9 @@ def _wrap(fn):
         except MPIException as e:
             # mpi4py's calls are compiled: a program's traceback of an MPI error ends at its own call
             # and the error, not in a dozen frames of this library's matching and collectives
+            # (MCEMU_MPI_TRACEBACK=full keeps them, for whoever debugs this library)
+            if _FULL:
+                raise
             raise e.with_traceback(None)
         finally:
             _depth -= 1
