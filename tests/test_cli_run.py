@@ -201,3 +201,42 @@ def test_a_request_of_the_other_topologys_kind_is_refused_and_changes_nothing(cl
     assert cluster.client.queue(all=True)["jobs"] == []
     assert cluster.mcemu("run", "--cube", 2, "true").returncode == 0
     assert cluster.mcemu("run", "-n", 3, "true").returncode == 0  # a node count fits either kind
+
+
+# rank 1 fails (BOOM) or returns (anything else) while the others wait for it
+ENDS = """\
+import sys
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+if c.rank == 1:
+    if sys.argv[1] == "BOOM":
+        raise RuntimeError("boom on rank 1")
+    sys.exit(0)
+c.recv(source=1)
+"""
+
+
+@pytest.mark.parametrize("how", ["BOOM", "return"])
+def test_a_failed_rank_is_the_jobs_last_word_and_one_that_returned_is_a_deadlock(cluster, tmp_path, how):
+    """A rank that fails: its traceback is all the job prints, its other ranks ended at the
+    daemon's grace as mpiexec ends them (each printed the deadlock's error before: 63 of them for
+    a 64-rank job). A rank that returned (status 0) while the others wait for it: they stay stuck,
+    and get the deadlock's error naming it within seconds."""
+    import time
+
+    cluster.up(*UP_2x2, "--network", "wormhole", "--net-time", "virtual")
+    prog = tmp_path / "ends.py"
+    prog.write_text(ENDS)
+    t = time.monotonic()
+    run = Run(cluster, "-n", 4, "--label", sys.executable, prog, how)
+    rc, err = run.finish(60)
+    out = "".join(run.lines)
+    assert time.monotonic() - t < 15
+    job = cluster.client.queue(all=True)["jobs"][0]
+    assert rc != 0 and job["state"] == "failed", (rc, job, out, err)
+    if how == "BOOM":
+        assert "RuntimeError: boom on rank 1" in out and "deadlock" not in out + err, out + err
+        assert job["reason"].startswith("rank 1 on node 1 exited 1"), job["reason"]
+    else:
+        assert out.count("deadlock: rank 1 of job 1 ended") == 3, out  # each waiting rank's error
+        assert "deadlock: rank 1 of job 1 ended" in job["reason"], job["reason"]

@@ -25,6 +25,7 @@ import logging
 import math
 
 from emulator.live import protocol as P
+from emulator.live.jobs import ABORT_GRACE
 from emulator.live.vclock import ClockReader
 from emulator.live.vtime import DONE, VirtualTime
 from nodes.mpi.envelope import ENVELOPE, HEAD
@@ -37,6 +38,7 @@ REFRESH = 0.002  # wall seconds between readings of the computing ranks' CPU tim
 # that went from flit times to seconds and back (an answer's time), not a bound past a clock
 LATE = 1e-3
 DEADLOCK_CHECK = 0.25  # wall seconds between looks for deadlocked jobs (a pass over every rank)
+ENDED_WAIT = ABORT_GRACE + DEADLOCK_CHECK  # a job stuck on a rank that ended: reported after (check)
 
 
 class VirtualMode:
@@ -57,7 +59,7 @@ class VirtualMode:
             log.info("cpu clock gauged: the reference work takes %.1f us", self.cpu_gauge * 1e6)
         self.pids: dict = {}  # (attempt, rank) -> the task's pid, until its job starts
         self.failed: set = set()
-        self.suspects: set = set()  # jobs the last look found stuck on a rank that ended (check)
+        self.suspects: dict = {}  # job -> when a look first found it stuck on a rank that ended (check)
         self.ready: dict = {}  # group -> its jobs whose ranks are all in, waiting for the others (group_jobs)
         self._refresh = None
 
@@ -217,16 +219,20 @@ class VirtualMode:
 
     def check(self) -> None:
         """Every DEADLOCK_CHECK seconds: fail the jobs that can never go on. One stuck because a
-        rank ended is reported a look later: a rank that exited non-zero fails its job itself
-        (the daemon hears of it from its node within milliseconds), and its status and output
-        say more than the others' wait for it."""
-        later = set()
+        rank ended is reported only once it has been for longer than the daemon's ABORT_GRACE: a
+        rank that exited non-zero fails its job itself (the daemon hears of it from its node
+        within milliseconds) and its other ranks are killed at the grace's end, as mpiexec kills
+        them, so that the failed rank's traceback is the job's last word, not followed by one
+        deadlock error from each of the others (63 of them). A rank that returned early (status
+        0) leaves the others stuck for good: they get the error a grace later."""
+        now, later = self.ic.kernel.now(), {}
         for j, waiting in self.vt.deadlocked():
             if j in self.failed:
                 continue
             ended = sorted(r.rank for r in self.vt.ranks.values() if r.job is j and r.state == DONE)
-            if ended and j not in self.suspects:
-                later.add(j)
+            since = self.suspects.get(j, now)
+            if ended and now - since < ENDED_WAIT:
+                later[j] = since
             else:
                 self._deadlock(j, waiting, ended)
         self.suspects = later

@@ -13,6 +13,11 @@ from emulator.live import protocol as P
 from scheduler.jobs import Job
 from scheduler.topology import Request
 
+# Seconds a failing job's other tasks get to end by themselves before they are killed (the daemon's
+# ``_abort``): time to write what they were writing (the deadlock error's traceback), not to compute
+# on. The interconnect reports a deadlock on a rank that ended only after it (ic_virtual ``check``).
+ABORT_GRACE = 1.0
+
 ACTIVE = ("queued", "running")
 TAIL_LINES, TAIL_CHARS = 5, 400  # of a failed task's output, in its job's ``failure`` and reason
 # control characters (C0, DEL, C1) but the newline that separates a tail's lines

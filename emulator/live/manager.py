@@ -47,7 +47,7 @@ from emulator.live.admission import Admission
 from emulator.live.client_handlers import ClientHandlers
 from emulator.live.policy_port import PolicyPort
 from emulator.live.gang import slots_for
-from emulator.live.jobs import ACTIVE, KEEP, JobBook, JobRec, task_nodes
+from emulator.live.jobs import ABORT_GRACE, ACTIVE, KEEP, JobBook, JobRec, task_nodes
 from emulator.live.kernel import WallClock
 from emulator.live.node_handlers import NodeHandlers
 from emulator.live.nodes import NodeRegistry
@@ -62,9 +62,6 @@ from scheduler.timer import next_timer
 # than keep their own interval (nodes.agent.OWN_HEARTBEAT), so a late wave costs no extra
 # wake-ups; liveness (hb x liveness, 600 ms by default) is far above it.
 START_QUIET = 0.05
-# Seconds a failing job's other tasks get to end by themselves before they are killed (``_abort``):
-# time to write what they were writing (the deadlock error's traceback), not to compute on.
-ABORT_GRACE = 1.0
 
 
 class ViewedBook(JobBook):
