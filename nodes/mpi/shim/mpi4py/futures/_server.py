@@ -2,8 +2,8 @@
 until the root says stop (a None), runs each and sends back ``(result, None)`` or ``(None,
 exception)``. A task's exception goes back as mpi4py's does: without its traceback objects,
 with a ``RemoteTraceback`` as its ``__cause__`` holding the worker's formatted traceback. What
-the protocol and the wrapping do is mpi4py 4.1's (futures/_core.py, BSD-2-Clause, Lisandro
-Dalcin); the loop is blocking (mcemu's MPI is single-threaded, nothing else runs here)."""
+the protocol and the wrapping do is mpi4py 4.1's (futures/_core.py, Lisandro Dalcin;
+BSD-2-Clause, its text in ../LICENSE-mpi4py.rst); the loop is blocking (mcemu's MPI is single-threaded, nothing else runs here)."""
 from __future__ import annotations
 
 import os
