@@ -1,4 +1,4 @@
-"""The soak's 2-minute form (scripts/soak.py): a stream of plain, traced, pattern and MPI jobs
+"""The soak's 90-second form (scripts/soak.py): a stream of plain, traced, pattern and MPI jobs
 on a wormhole mesh under node, interconnect and daemon SIGKILLs, hostile frames, a flooding
 client (no CPU hogs: see below); every job ends exactly once, no attempt overlaps its predecessor, no
 node is declared down that was not killed, the flood meets only the admission's refusals, and
@@ -18,12 +18,14 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "soak.py"
 
 
 @pytest.mark.timeout(480)
-def test_two_minute_soak_loses_doubles_and_leaves_nothing(tmp_path):
+def test_ninety_second_soak_loses_doubles_and_leaves_nothing(tmp_path):
     out = tmp_path / "soak.json"
     # no CPU hogs here: the suite already loads the CI's 2 cores. With 2 hogs beside the suite one
     # run in four counted a false down (a live node that did not register again within 35 s of a
     # daemon recovery, undiagnosed); `python scripts/soak.py --minutes 10` runs with its 2 hogs
-    r = subprocess.run([sys.executable, str(SCRIPT), "--minutes", "2", "--daemon-kill", "35", "--net-kill", "15",
+    # 90 s, not 2 min: the suite's whole run stays under CI's 15 minutes on 2 cores (848 s with 2 min);
+    # the daemon and the interconnect are killed as often per run as before
+    r = subprocess.run([sys.executable, str(SCRIPT), "--minutes", "1.5", "--daemon-kill", "26", "--net-kill", "11",
                         "--hogs", "0", "--json", "--out", str(out)], capture_output=True, text=True, timeout=460)
     assert r.returncode in (0, 1) and r.stdout.strip(), r.stderr[-3000:]  # 1: a failed check, not a crash
     v = json.loads(r.stdout)
