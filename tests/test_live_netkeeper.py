@@ -122,3 +122,23 @@ def test_a_job_requeued_by_the_interconnect_s_death_never_overlaps_its_predecess
     assert not [p for p in first if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     cluster.client.cancel(jid)
     cluster.down()
+
+
+def test_a_stopping_daemon_stops_the_interconnect_it_restarted():
+    """``mcemu down`` reads the cluster's pids before the daemon's shutdown: an interconnect the
+    daemon restarted in between outlived a CI run (its home removed, its parent PID 1). The
+    daemon's stop now ends its own child by pid, and reaps it."""
+    import subprocess
+    import sys
+
+    from emulator.live.netkeeper import NetKeeper
+
+    keeper = NetKeeper.__new__(NetKeeper)  # only its child matters here
+    child = keeper.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        keeper.stop()
+        assert keeper.child is None and child.returncode == -15  # terminated by pid, and reaped
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

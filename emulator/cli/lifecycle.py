@@ -359,6 +359,12 @@ def stop_cluster(home: Path, timeout: float = 15.0) -> dict:
         with contextlib.suppress(psutil.Error):
             procs["interconnect"].terminate()
     gone, alive = _wait_gone(everyone, timeout)
+    late = cluster_processes(home)["interconnect"]  # one the daemon restarted after the pids were read
+    if late is not None and late.pid not in pids:
+        pids.append(late.pid)
+        with contextlib.suppress(psutil.Error):
+            late.terminate()
+        alive += _wait_gone([late], timeout)[1]
     terminated, alive = _escalate(alive, "terminate")
     killed, alive = _escalate(alive, "kill")
     for f in ("daemon.pid", "launcher.pid", "nodes.json", "endpoints.json", "interconnect.pid", "net.sock"):

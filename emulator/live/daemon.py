@@ -331,7 +331,12 @@ class Daemon(ProcessorManager):
         self.kernel.call_at(now + self.snapshot_every, self._snapshot)
 
     def stop(self):
-        """Tell every node to stop (they kill their tasks), close the journal and sockets."""
+        """Tell every node to stop (they kill their tasks), close the journal and sockets; an
+        interconnect this daemon started itself (a restart) is stopped too: ``mcemu down`` read
+        the cluster's pids before its shutdown, and would not know of one started since."""
+        keeper = getattr(self, "netkeeper", None)
+        if keeper is not None:
+            keeper.stop()
         frame = P.encode_unchecked("shutdown")
         for nr in self.nodes:
             if nr.ident is not None:

@@ -20,6 +20,7 @@ process ends while the cluster serves:
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -118,6 +119,19 @@ class NetKeeper:
             self.child = spawn(self.home, self.m.cfg)
             log.info("interconnect restarted (pid %d), restart %d", self.child.pid, self.restarts)
         self._looking()
+
+
+    def stop(self) -> None:
+        """The daemon stops: the interconnect it started itself (a restart: its child) goes too,
+        by pid (SIGTERM; the interconnect's own clean-up), and is reaped."""
+        child, self.child = self.child, None
+        if child is not None and child.poll() is None:
+            try:
+                child.terminate()
+                child.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                with contextlib.suppress(OSError):
+                    child.kill()
 
 
 __all__ = ["NetKeeper", "spawn"]
