@@ -120,7 +120,6 @@ class NetKeeper:
             log.info("interconnect restarted (pid %d), restart %d", self.child.pid, self.restarts)
         self._looking()
 
-
     def stop(self) -> None:
         """The daemon stops: the interconnect it started itself (a restart: its child) goes too,
         by pid (SIGTERM; the interconnect's own clean-up), and is reaped."""
