@@ -10,6 +10,9 @@ on a unix socket pair (as a rank and the interconnect are); the hub sends 32 byt
 ``k mod N`` and waits for its 32-byte answer, STEPS times. Before answering, a worker touches W
 small dicts of its own (``--work``: 0, 100, 1000), a stand-in for the Python state that a rank's
 MPI call reads (its matcher, requests, frames, the interpreter's caches of its modules).
+``--bytes B`` makes the token B bytes (65536: bench_mpi's large messages), read whole at each
+end, and the hub relays each answer it read to the next worker, as the interconnect relays a
+message: two copies through the kernel a step, as a message makes from rank to rank.
 
 Printed: steps/s and wall, hub and workers' CPU microseconds a step, for N = 2 (two processes
 that take turns: their caches stay warm) and N = 64 (64 ranks of bench_mpi's ping-pong: each
@@ -28,19 +31,28 @@ import sys
 import time
 
 
-def worker(sock: socket.socket, work: int) -> None:
+def read(sock: socket.socket, view: memoryview) -> bool:
+    """Fill ``view`` from ``sock``; False at its end."""
+    got = 0
+    while got < len(view):
+        n = sock.recv_into(view[got:])
+        if not n:
+            return False
+        got += n
+    return True
+
+
+def worker(sock: socket.socket, work: int, nbytes: int) -> None:
     state = [{f"k{j}": j for j in range(8)} for _ in range(work)]
-    while True:
-        b = sock.recv(64)
-        if not b or b == b"q":
-            return
+    buf = memoryview(bytearray(nbytes))
+    while read(sock, buf):
         total = 0
         for d in state:
             total += d["k3"]
-        sock.sendall(b)
+        sock.sendall(buf)
 
 
-def chain(n: int, steps: int, work: int) -> dict:
+def chain(n: int, steps: int, work: int, nbytes: int = 32) -> dict:
     """One run: the hub's chain through ``n`` workers (forked; each waited for by pid)."""
     pairs = [socket.socketpair() for _ in range(n)]
     pids = []
@@ -54,7 +66,7 @@ def chain(n: int, steps: int, work: int) -> dict:
                         a.close()
                         if j != i:
                             b.close()
-                    worker(pairs[i][1], work)
+                    worker(pairs[i][1], work, nbytes)
                 except BaseException:  # noqa: BLE001  (a child never returns into the caller)
                     code = 1
                 os._exit(code)
@@ -62,30 +74,25 @@ def chain(n: int, steps: int, work: int) -> dict:
         for _, b in pairs:
             b.close()
         hub = [a for a, _ in pairs]
+        msg = memoryview(bytearray(b"x" * nbytes))
         for s in hub:  # every worker started and has built its state
-            s.sendall(b"w")
-            s.recv(64)
+            s.sendall(msg)
+            read(s, msg)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0, c0 = time.perf_counter(), time.process_time()
-        msg = b"x" * 32
-        for k in range(steps):
+        for k in range(steps):  # the answer read is what the next worker gets
             s = hub[k % n]
             s.sendall(msg)
-            s.recv(64)
+            read(s, msg)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
-        for a, _ in pairs:
-            try:
-                a.sendall(b"q")
-            except OSError:
-                pass
+        for a, _ in pairs:  # a worker ends at its socket's end
+            a.close()
         for pid in pids:
             os.waitpid(pid, 0)
-        for a, _ in pairs:
-            a.close()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     kids = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"workers": n, "work": work, "steps": steps, "steps_per_s": steps / wall, "us_per_step": 1e6 * wall / steps,
+    return {"workers": n, "work": work, "bytes": nbytes, "steps": steps, "steps_per_s": steps / wall, "us_per_step": 1e6 * wall / steps,
             "hub_cpu_us": 1e6 * cpu / steps, "workers_cpu_us": 1e6 * kids / steps}
 
 
@@ -94,9 +101,12 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=20_000)
     p.add_argument("--work", type=int, nargs="+", default=[0, 100, 1000], help="dicts a worker reads a step")
     p.add_argument("--workers", type=int, nargs="+", default=[2, 64])
+    p.add_argument("--bytes", type=int, default=32, help="the token's bytes (65536: a large message)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
-    rows = [chain(n, a.steps, w) for w in a.work for n in a.workers]
+    if a.bytes < 1 or a.steps < 1:
+        p.error("--bytes and --steps must be at least 1")
+    rows = [chain(n, a.steps, w, a.bytes) for w in a.work for n in a.workers]
     if a.json:
         print(json.dumps({"rows": rows, "cores": os.cpu_count(), "load": os.getloadavg()}))
         return 0
@@ -105,7 +115,7 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"{r['work']:>6} {r['workers']:>7} {r['steps_per_s']:>9,.0f} {r['us_per_step']:>8.1f} "
               f"{r['hub_cpu_us']:>10.1f} {r['workers_cpu_us']:>14.1f}")
-    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
+    print(f"token {a.bytes} bytes; load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
     return 0
 
 
