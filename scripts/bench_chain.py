@@ -92,8 +92,8 @@ def chain(n: int, steps: int, work: int, nbytes: int = 32) -> dict:
             os.waitpid(pid, 0)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     kids = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"workers": n, "work": work, "bytes": nbytes, "steps": steps, "steps_per_s": steps / wall, "us_per_step": 1e6 * wall / steps,
-            "hub_cpu_us": 1e6 * cpu / steps, "workers_cpu_us": 1e6 * kids / steps}
+    return {"workers": n, "work": work, "bytes": nbytes, "steps": steps, "steps_per_s": steps / wall,
+            "us_per_step": 1e6 * wall / steps, "hub_cpu_us": 1e6 * cpu / steps, "workers_cpu_us": 1e6 * kids / steps}
 
 
 def main(argv=None) -> int:
