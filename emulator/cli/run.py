@@ -68,7 +68,9 @@ class Output:
         wrote = False
         for r in range(ranks):
             data = self._read(r)
-            if final and self.partial.get(r):
+            if final and data and not data.endswith(b"\n"):
+                # the last line had no newline; a line begun at the previous poll and ended now
+                # is whole (it got an empty line after it when the old partial was looked at)
                 data += b"\n"
             if not data:
                 continue
