@@ -152,6 +152,7 @@ class Agent:
         self.sock.close(linger=linger)
 
     def _register(self):
+        self.fwd.registering()  # before the list of finished tasks: those waiting for their output are not in it
         self._send("register", node=self.node, pid=self.pid, host=self.host,
                    tasks=[{"job": t.job, "attempt": t.attempt, "rank": t.rank, "pid": t.pid}
                           for t in self.table.tasks.values()],
@@ -344,6 +345,7 @@ class Agent:
 
     def on_ack(self, m):
         self.table.ack((m["job"], m["attempt"]))
+        self.fwd.acked((m["job"], m["attempt"]))
 
     def on_shutdown(self, m):
         self.stopping = True

@@ -11,7 +11,8 @@ reach the file twice); different or missing, it forwards.
 Each look (every FWD_EVERY seconds while a task runs, at once while there is more) reads at
 most POLL_BYTES of all the files together in frames of at most MAX_CHUNK bytes, so a rank
 that prints fast slows its own forwarding, not the agent's loop. A task's offset advances
-only when its frame was queued; ``output_at`` sets it back (the daemon lacks a lost frame).
+only when its frame was queued; ``output_at`` sets it back (the daemon lacks a lost frame), and
+so does a registration, to the start (:meth:`OutputForwarder.registering`).
 An ended task's ``task_done`` is held (``hold``) until its output is sent: the daemon reads
 both on one connection, so the job's end finds the file complete. Past MAX_OUTPUT (+1 byte,
 so that the daemon sees the excess and says so) a task's file is no longer read.
@@ -51,6 +52,7 @@ class OutputForwarder:
         self.on = False
         self.at: dict[tuple, int] = {}     # (job, attempt) -> bytes of its file sent
         self.held: dict[tuple, tuple] = {}  # (job, attempt) -> (task, its task_done record) of an ended task
+        self.sent: dict[tuple, tuple] = {}  # the same, its task_done sent and not acknowledged yet
         self.due: float | None = None      # the next look (agent clock), None: nothing to look at
         self.turn = 0
 
@@ -125,9 +127,28 @@ class OutputForwarder:
                 return budget, "more"
 
     def _done(self, key) -> None:
-        _, rec = self.held.pop(key)
+        t, rec = self.sent[key] = self.held.pop(key)
         del self.at[key]
         self.a._send("task_done", node=self.a.node, **rec)
+
+    def acked(self, key) -> None:
+        """The daemon counted the end of task ``key``: its output is all there."""
+        self.sent.pop(key, None)
+
+    def registering(self) -> None:
+        """A (re)registration: frames may have been lost with the old connection, and the
+        daemon (a restarted one) may have none of them. Every forwarded task is sent again from
+        its start (the daemon skips what it has, fills what it lacks), and the end of a task not
+        acknowledged yet waits for that again, so no job ends with its output cut short."""
+        for key, held in self.sent.items():
+            self.held[key] = held
+        self.sent.clear()
+        for key in self.at:
+            self.at[key] = 0
+        for key in self.held:
+            self.at[key] = 0
+        if self.at:
+            self.due = 0.0
 
 
 __all__ = ["FWD_EVERY", "POLL_BYTES", "OutputForwarder", "read_at"]

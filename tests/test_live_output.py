@@ -62,10 +62,33 @@ def test_the_running_node_writes_its_ranks_file_once_in_order_and_a_resend_adds_
     assert f.read_bytes() == b"one\ntwo\nthr"
     _out(s, 2, offset=11, data=b"ee\n")
     assert f.read_bytes() == b"one\ntwo\nthree\n" and oct(f.stat().st_mode & 0o777) == "0o600"
+    # a daemon restarted (its memory of the task lost): the node sends all again from the start,
+    # rewritten in place, so that `mcemu run`, which reads on from where it was, sees nothing twice
+    s.d.from_nodes.output.outs.clear()
+    _out(s, 2, data=b"one\n")
+    assert f.read_bytes() == b"one\ntwo\nthree\n"
+    _out(s, 2, offset=4, data=b"two\nthree\nfour\n")
+    assert f.read_bytes() == b"one\ntwo\nthree\nfour\n"
+    # an older cluster's file of this job id (another t0) is not this attempt's: it starts afresh
+    s.d.from_nodes.output.outs.clear()
+    (tmp_path / "output" / f".job{jr.id}.2.attempt").write_text("1 12.5")
+    _out(s, 2, data=b"one\n")
+    assert f.read_bytes() == b"one\n"
+    _out(s, 2, offset=4, data=b"two\nthree\n")
     # its end: later frames of that task are stale and change nothing
     s.send(b"n2", "task_done", node=2, job=jr.id, attempt=1, rank=2, status=0, usage={})
     assert _out(s, 2, offset=14, data=b"after the end\n") == []
     assert f.read_bytes() == b"one\ntwo\nthree\n"
+
+
+def test_a_gap_still_there_later_is_answered_again(tmp_path, monkeypatch):
+    """The answer to a gap may be lost with its connection: the node would send past it for ever."""
+    s = Stub(tmp_path)
+    _job(s)
+    assert [m["offset"] for _, m in _out(s, 1, offset=5, data=b"x")] == [0]
+    assert _out(s, 1, offset=6, data=b"y") == []
+    monkeypatch.setattr(outsink, "ASK_AGAIN", -1.0)
+    assert [m["offset"] for _, m in _out(s, 1, offset=7, data=b"z")] == [0]
 
 
 def test_output_of_a_task_the_node_does_not_run_is_refused_and_changes_nothing(tmp_path):
@@ -201,6 +224,17 @@ def test_a_forwarding_node_reads_bounded_chunks_and_sends_a_tasks_end_after_its_
         assert ty == "output" and f["offset"] <= len(got)
         got[f["offset"]:f["offset"] + len(f["data"])] = f["data"]
     assert bytes(got) == body
+    # a reconnection before the daemon acknowledged that end: sent again from the start, then the end
+    sent.clear()
+    fwd.registering()
+    assert (1, 1) in fwd.held and fwd.due == 0.0
+    while (1, 1) in fwd.held:
+        fwd.poll()
+    assert sum(len(f["data"]) for ty, f in sent if ty == "output") == len(body) and sent[-1][0] == "task_done"
+    fwd.acked((1, 1))
+    sent.clear()
+    fwd.registering()
+    assert not fwd.held and not fwd.at and sent == []
     # a node of the daemon's own directory sends nothing and holds no task's end
     fwd = OutputForwarder(_agent(tmp_path, sent := []))
     fwd.welcome({"output_id": outsink.make_output_id(tmp_path)})
@@ -212,24 +246,27 @@ def test_a_forwarding_node_reads_bounded_chunks_and_sends_a_tasks_end_after_its_
 PROG = """\
 import os, sys, time
 r = int(os.environ["MCEMU_RANK"])
+pad = "." * int(sys.argv[3]) if len(sys.argv) > 3 else ""
 for i in range(int(sys.argv[2])):
-    print("line", i, "of", r, "at", repr(time.time()))
+    print("line", i, "of", r, pad, "at", repr(time.time()))
 deadline = time.monotonic() + 60
 while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
     time.sleep(0.02)
+for i in range(int(sys.argv[2]) if pad else 0):
+    print("after", i, "of", r, pad)
 print("bye", r, file=sys.stderr)
 """
+UP = ("--topology", "hypercube:2", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER)
 
 
-@pytest.mark.live
-def test_mcemu_run_streams_the_ranks_of_a_node_of_another_home_once(cluster, tmp_path):
+def _far_node(cluster, tmp_path):
+    """A cluster on tcp whose node 3 is an agent of another MCEMU_HOME with its own key (``mcemu
+    node`` as on another host); (the agent's process, the tcp port, its home)."""
     cluster.mcemu("keys", "init", "--admin", "boss")
     cluster.mcemu("keys", "issue", "rack", "--role", "node", "--nodes", "3")
     port = free_port()
-    cluster.up("--topology", "hypercube:2", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
-               "--listen", f"127.0.0.1:{port}")
-    pid3 = node_states(cluster)[3]["pid"]
-    os.kill(pid3, signal.SIGKILL)  # node 3 leaves this host: a node of another home plays it
+    cluster.up(*UP, "--listen", f"127.0.0.1:{port}")
+    os.kill(node_states(cluster)[3]["pid"], signal.SIGKILL)  # node 3 leaves this host
     wait_for(lambda: node_states(cluster)[3]["state"] == "down", 10, "node 3 down")
     far = tmp_path / "far"
     far.mkdir(mode=0o700)
@@ -238,10 +275,35 @@ def test_mcemu_run_streams_the_ranks_of_a_node_of_another_home_once(cluster, tmp
                               env=dict(cluster.env, MCEMU_HOME=str(far)), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     cluster.record(joiner)
-    run = None
+    wait_for(lambda: node_states(cluster)[3]["pid"] == joiner.pid and node_states(cluster)[3]["state"] == "idle",
+             15, "node 3 joined from another home")
+    return joiner, port, far
+
+
+def _stop(*procs) -> None:
+    """Stop the test's own processes by pid: SIGTERM (a run cancels its job, a node ends its
+    tasks), SIGKILL after 10 s."""
+    procs = [p for p in procs if p is not None]
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
+def _lines(run, r: int) -> list[str]:
+    return [x.split(" at ")[0].rstrip("\n") for x in run.lines if x.startswith(f"{r}: ")]
+
+
+@pytest.mark.live
+def test_mcemu_run_streams_the_ranks_of_a_node_of_another_home_once(cluster, tmp_path):
+    joiner, run = None, None
     try:
-        wait_for(lambda: node_states(cluster)[3]["pid"] == joiner.pid and node_states(cluster)[3]["state"] == "idle",
-                 15, "node 3 joined from another home")
+        joiner, _, far = _far_node(cluster, tmp_path)
         prog, go, n = tmp_path / "prog.py", tmp_path / "go", 300
         prog.write_text(PROG)
         run = Run(cluster, "-n", 4, "--cube", 2, "--label", sys.executable, prog, go, n)
@@ -252,20 +314,42 @@ def test_mcemu_run_streams_the_ranks_of_a_node_of_another_home_once(cluster, tmp
         rc, err = run.finish()
         assert rc == 0, err
         for r in range(4):
-            mine = [x.split(" at ")[0] for x in run.lines if x.startswith(f"{r}: ")]
-            assert mine == [f"{r}: line {i} of {r}" for i in range(n)] + [f"{r}: bye {r}\n"], (r, mine[-3:])
+            mine = _lines(run, r)
+            assert mine == [f"{r}: line {i} of {r} " for i in range(n)] + [f"{r}: bye {r}"], (r, mine[-3:])
         # the far node wrote its file in its own home; the daemon's copy is the same bytes
         far_file, here = far / "output" / "job1.3.out", cluster.home / "output" / "job1.3.out"
         assert far_file.read_bytes() == here.read_bytes()
         assert not (far / "output" / "job1.0.out").exists()
     finally:
-        procs = [joiner] + ([run.p] if run is not None else [])
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)  # the run cancels its job; the node ends its tasks
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+        _stop(run and run.p, joiner)
+
+
+@pytest.mark.live
+def test_the_far_ranks_output_is_whole_and_once_over_a_daemon_killed_and_recovered(cluster, tmp_path):
+    joiner, run = None, None
+    try:
+        joiner, port, far = _far_node(cluster, tmp_path)
+        prog, go, n = tmp_path / "prog.py", tmp_path / "go", 2000
+        prog.write_text(PROG)
+        # 2,000 lines of 100 bytes before and after the kill: several frames each way
+        run = Run(cluster, "-n", 4, "--cube", 2, "--label", sys.executable, prog, go, n, 60)
+        wait_for(lambda: any(x.startswith(f"3: line {n - 1} of 3 ") for x in run.lines), 30, "the far rank's lines")
+        os.kill(cluster.daemon_pid(), signal.SIGKILL)
+        cluster.client.close()
+        cluster._client = None
+        wait_for(lambda: cluster.daemon_pid() is None, 5, "the daemon to be gone")
+        cluster.mcemu("up", "--detach", "--listen", f"127.0.0.1:{port}")  # recovers its journal
+        cluster.record()
+        wait_for(lambda: node_states(cluster)[3]["pid"] == joiner.pid and node_states(cluster)[3]["state"] != "down",
+                 20, "the far node back with its task")
+        go.touch()
+        rc, err = run.finish()
+        assert rc == 0, err
+        pad = "." * 60
+        for r in range(4):
+            want = [f"{r}: line {i} of {r} {pad}" for i in range(n)]
+            want += [f"{r}: after {i} of {r} {pad}" for i in range(n)] + [f"{r}: bye {r}"]
+            assert _lines(run, r) == want, r
+        assert (far / "output" / "job1.3.out").read_bytes() == (cluster.home / "output" / "job1.3.out").read_bytes()
+    finally:
+        _stop(run and run.p, joiner)

@@ -35,6 +35,7 @@ log = logging.getLogger("mcemu.daemon")
 
 MAX_OUTPUT = 64 * 1024 * 1024  # bytes of one task's output the daemon writes; past it, one line
 ID_FILE = ".mcemu-output-id"
+ASK_AGAIN = 1.0  # seconds after which a gap still there is answered again
 
 
 def output_id(outdir: Path) -> str | None:
@@ -62,11 +63,12 @@ def make_output_id(outdir: Path) -> str:
 
 class _Out:
     """One task's forwarded output: the attempt it belongs to, the bytes of the node's file
-    taken so far (``at``), whether the cap was reached, the offset an ``output_at`` asked for."""
+    taken so far (``at``), whether the cap was reached, the offset an ``output_at`` asked for
+    and when."""
     __slots__ = ("attempt", "at", "cut", "asked")
 
     def __init__(self, attempt):
-        self.attempt, self.at, self.cut, self.asked = attempt, 0, False, None
+        self.attempt, self.at, self.cut, self.asked = attempt, 0, False, (None, 0.0)
 
 
 class OutputSink:
@@ -96,8 +98,11 @@ class OutputSink:
         st = self._state(jid, rank, att)
         off, data = msg["offset"], msg["data"]
         if off > st.at:
-            if st.asked != st.at:  # once per gap: the frames already on their way would ask again
-                st.asked = st.at
+            now = self.m.clock()
+            # once per gap (the frames already on their way would ask again), unless that answer
+            # was lost with its connection
+            if st.asked[0] != st.at or now - st.asked[1] > ASK_AGAIN:
+                st.asked = (st.at, now)
                 self.m.outbox.append((nr.ident, P.encode_unchecked("output_at", job=jid, attempt=att, rank=rank,
                                                                    offset=st.at)))
             return
@@ -112,9 +117,28 @@ class OutputSink:
                 self._prune()
             st = self.outs[(jid, rank)] = _Out(att)
             # a new attempt's file starts empty (not an older attempt's, nor an older cluster's
-            # job of this id); ``mcemu run`` sees the truncation and reads it from the start
-            self._open(jid, rank, truncate=True, jr=self.m.jobs[jid])
+            # job of this id: ``mcemu run`` sees the truncation and reads it from the start); the
+            # attempt this daemon began, or one before its restart, is rewritten in place as the
+            # node sends it again from its start (truncated, ``mcemu run`` would show it twice)
+            mark = f"{att} {self.m.t0!r}"
+            if self._mark(jid, rank) != mark:
+                self._open(jid, rank, truncate=True, jr=self.m.jobs[jid])
+                self._mark(jid, rank, mark)
         return st
+
+    def _mark(self, jid, rank, mark: str | None = None) -> str | None:
+        """The attempt (and cluster: its t0) whose output file/job<ID>.<RANK>.out holds, kept
+        beside it; with ``mark``: written."""
+        path = self.dir / f".job{int(jid)}.{int(rank)}.attempt"
+        try:
+            if mark is None:
+                return path.read_text()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(mark)
+        except (OSError, UnicodeDecodeError):
+            pass
+        return None
 
     def _prune(self) -> None:
         jobs = self.m.jobs
@@ -125,6 +149,7 @@ class OutputSink:
     def _write(self, jr, rank, st, data: bytes) -> None:
         room = MAX_OUTPUT - st.at
         keep = data[:max(0, room)]
+        at = min(st.at, MAX_OUTPUT)  # where in the file: the node's offset, up to the cap
         st.at += len(data)
         if st.cut:
             return
@@ -133,11 +158,11 @@ class OutputSink:
             nl = b"\n" if keep and not keep.endswith(b"\n") else b""
             keep += nl + (f"mcemu: the output of rank {rank} was cut here: the daemon keeps at most "
                           f"{MAX_OUTPUT >> 20} MiB of a task's output\n").encode()
-        self._open(jr.id, rank, data=keep, jr=jr)
+        self._open(jr.id, rank, data=keep, at=at, jr=jr)
 
-    def _open(self, jid, rank, truncate=False, data=b"", jr=None) -> None:
+    def _open(self, jid, rank, truncate=False, data=b"", at=0, jr=None) -> None:
         path = self.dir / f"job{int(jid)}.{int(rank)}.out"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_TRUNC if truncate else 0)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if truncate else 0)
         try:
             fd = os.open(path, flags, 0o600)
         except OSError as e:
@@ -147,7 +172,8 @@ class OutputSink:
             if truncate:
                 self._hand_over(fd, jr)
             while data:
-                data = data[os.write(fd, data):]
+                n = os.pwrite(fd, data, at)
+                data, at = data[n:], at + n
         except OSError as e:
             log.warning("job %d rank %d: writing its output to %s: %s", jid, rank, path, e)
         finally:
