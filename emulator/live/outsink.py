@@ -16,9 +16,11 @@ What a frame may do (the daemon never dies of one, and a refused one changes not
   on the same connection, so the file is complete when the job's end is processed);
 * job, attempt and rank are integers (the schema's), the file name is made of them alone;
   a frame holds at most MAX_CHUNK bytes (the schema refuses more);
-* offsets make it idempotent: what the daemon already has is skipped (a resend after a
-  reconnection), a frame past it (one was lost) is answered ``output_at`` with the offset
-  the daemon has, once per offset;
+* offsets make it idempotent: what the daemon already has is skipped (a node sends all again
+  from the start when it registers again), a frame past it (one was lost) is answered
+  ``output_at`` with the offset the daemon has, once per offset (again after ASK_AGAIN); a
+  restarted daemon rewrites the file in place, not truncated (``mcemu run`` reads on from where
+  it was), when the marker beside it names this attempt of this cluster;
 * a task's file holds at most MAX_OUTPUT bytes (64 MiB), then one line saying it was cut.
 """
 from __future__ import annotations
