@@ -38,9 +38,10 @@ It talks to the daemon over a DEALER socket (Paranoid Pirate, ZeroMQ guide ch. 4
 
 The agent is composed of parts, one module each: ``table`` (:mod:`nodes.tasks`: the task
 messages and the task table), ``spawner`` (:mod:`nodes.spawn`: starting a task cold), ``warm``
-(:mod:`nodes.warm`: the pre-started warm child, which a ``run`` hands out), and
-:mod:`nodes.sched` (scheduling policy, PR_SET_PDEATHSIG). This module keeps the socket, the
-registration and the loop.
+(:mod:`nodes.warm`: the pre-started warm child, which a ``run`` hands out), ``fwd``
+(:mod:`nodes.outfwd`: its command tasks' output sent to the daemon, from an output directory
+that is not the daemon's; a task's ``task_done`` follows its output), and :mod:`nodes.sched`
+(scheduling policy, PR_SET_PDEATHSIG). This module keeps the socket, the registration and the loop.
 
 The loop is the live kernel's (emulator.live.kernel): the socket is a reader, SIGCHLD, SIGTERM
 and SIGINT come through its wake-up pipe (a task's end is reported within milliseconds: the
@@ -69,6 +70,7 @@ from nodes.sched import (  # noqa: F401 - also importable from nodes.agent, as b
 )
 from nodes.taskenv import remote_env
 from nodes.contain import TaskBox
+from nodes.outfwd import OutputForwarder
 from nodes.spawn import SETPRIV, SLEEP, Spawner  # noqa: F401
 from nodes.tasks import REPORT_DELAY, Task, TaskTable  # noqa: F401
 from nodes.warm import WARM_DELAY, WARM_FIRST, WARM_MAX_SCRIPT, WarmChild  # noqa: F401
@@ -120,6 +122,7 @@ class Agent:
         self.table = TaskTable(self)
         self.warm = WarmChild(self)
         self.spawner = Spawner(self)
+        self.fwd = OutputForwarder(self)  # its tasks' output to the daemon, from another output directory
         self.stopping = False
         self.registered = False
         self.wake_at = 0.0    # the loop's next look at its timers (see run)
@@ -149,20 +152,25 @@ class Agent:
         self.sock.close(linger=linger)
 
     def _register(self):
+        self.fwd.registering()  # before the list of finished tasks: those waiting for their output are not in it
         self._send("register", node=self.node, pid=self.pid, host=self.host,
                    tasks=[{"job": t.job, "attempt": t.attempt, "rank": t.rank, "pid": t.pid}
                           for t in self.table.tasks.values()],
-                   finished=list(self.table.unacked.values()))
+                   # a task_done held for its output (nodes.outfwd) comes after that output
+                   finished=[r for k, r in self.table.unacked.items() if k not in self.fwd.held])
 
-    def _send(self, type_, **fields):
-        self._send_frame(P.encode_unchecked(type_, **fields))
+    def _send(self, type_, **fields) -> bool:
+        return self._send_frame(P.encode_unchecked(type_, **fields))
 
-    def _send_frame(self, frame):
+    def _send_frame(self, frame) -> bool:
+        """False when the frame was not queued (queue full, no peer: liveness takes over)."""
         try:
             self.sock.send(frame, flags=_NOBLOCK)
+            sent = True
         except zmq.ZMQError:
-            pass  # queue full or no peer: liveness takes over
+            sent = False
         self.last_send = self.clock()
+        return sent
 
     # ------------------------------------------------------------------ loop
 
@@ -207,7 +215,7 @@ class Agent:
                          "suspend": lambda m: tt.send_signal(m, signal.SIGSTOP),
                          "resume": lambda m: tt.send_signal(m, signal.SIGCONT), "switch": tt.on_switch,
                          "welcome": self.on_welcome, "ack": self.on_ack, "shutdown": self.on_shutdown,
-                         "error": self.on_error}
+                         "error": self.on_error, "output_at": self.fwd.rewind}
         k.add_deadline(self._due)
         k.after_turn(self._after)
 
@@ -287,6 +295,8 @@ class Agent:
         tidy = self.box.pending and self.box.tidy()  # killed task cgroups to remove once empty
         if self.reconnect_at is None:
             self.table.reap()
+            if self.fwd.due is not None and self.clock() >= self.fwd.due:
+                self.fwd.poll()  # after reap: a task_done held for its output goes with the last of it
             if self.table.report_at is not None and now >= self.table.report_at:
                 self.table.send_reports()
             now = self.clock()
@@ -304,6 +314,8 @@ class Agent:
             wake = min(wake, self.reconnect_at)
         elif self.table.report_at is not None:
             wake = min(wake, self.table.report_at)
+        if self.reconnect_at is None and self.fwd.due is not None:
+            wake = min(wake, self.fwd.due)
         due = self.table.next_due()
         if due is not None:
             wake = min(wake, due)
@@ -327,11 +339,13 @@ class Agent:
 
     def on_welcome(self, m):
         self.registered, self.backoff = True, self.hb
+        self.fwd.welcome(m)
         if self.warm.child is None and self.warm.at is None:
             self.warm.at = self.clock() + WARM_FIRST[0] + random.random() * WARM_FIRST[1]
 
     def on_ack(self, m):
         self.table.ack((m["job"], m["attempt"]))
+        self.fwd.acked((m["job"], m["attempt"]))
 
     def on_shutdown(self, m):
         self.stopping = True

@@ -148,6 +148,7 @@ class TaskTable:
         self.a._send("task_started", node=self.a.node, job=t.job, attempt=t.attempt, rank=t.rank, pid=pid)
         self.a._wake(self.a.warm.at)
         self.a._wake(t.due())
+        self.a._wake(self.a.fwd.started(t))
 
     def ack(self, key) -> None:
         """The daemon has counted the end of task ``key``: it is kept (the last ``ACKED_KEEP``)
@@ -263,7 +264,8 @@ class TaskTable:
             if tail:
                 rec["error"] = tail
             self.unacked[key] = rec
-            if send:
+            # a forwarded task's end follows its output (nodes.outfwd), connected or not
+            if not self.a.fwd.hold(t, rec) and send:
                 self.a._send("task_done", node=self.a.node, **rec)
 
     def _orphans(self, t) -> set:

@@ -272,6 +272,36 @@ def test_output_older_than_the_submit_is_another_jobs(tmp_path):
     assert b"".join(sink.data) == b"mine\n"
 
 
+def test_a_line_ended_between_two_polls_is_one_line_at_the_end(tmp_path):
+    """The last poll of a file whose line began at the previous one and ended since prints that
+    line once, without an empty line after it (a 60 MB far rank showed one, 600,001 lines)."""
+    class Sink:
+        def __init__(self):
+            self.data = []
+
+        def write(self, b):
+            self.data.append(b)
+
+        def flush(self):
+            pass
+
+    f, sink = tmp_path / "job7.0.out", Sink()
+    f.write_bytes(b"one\ntw")
+    out = Output(tmp_path, 7, True, sink)
+    out.poll(1)
+    with open(f, "ab") as w:
+        w.write(b"o\nthr")
+    out.poll(1)
+    with open(f, "ab") as w:
+        w.write(b"ee\n")
+    out.poll(1, final=True)
+    assert b"".join(sink.data) == b"0: one\n0: two\n0: three\n"
+    f.write_bytes(b"no newline at the end")
+    out = Output(tmp_path, 7, False, sink := Sink())
+    out.poll(1, final=True)
+    assert b"".join(sink.data) == b"no newline at the end\n"
+
+
 def test_a_new_journal_goes_on_after_the_closed_ones_ids(tmp_path):
     j = Journal(tmp_path / "journal.db")
     j.job({"id": 7, "name": "x", "request": {"nodes": 1}, "runtime": 1.0, "state": "completed", "submit": 0.0,

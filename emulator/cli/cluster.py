@@ -198,7 +198,11 @@ def cmd_node(args) -> int:
     from nodes import agent  # lazy: 24 ms at start-up of every mcemu command (measured)
 
     use_key(args)
-    return agent.run_node(args.id, homemod.endpoint(args.connect), output_dir=args.output_dir,
+    out = args.output_dir
+    if out is None:  # its tasks' output is kept (and sent on to a daemon of another directory: nodes.outfwd)
+        out = homemod.home_dir() / "output"
+        out.mkdir(mode=0o700, exist_ok=True)
+    return agent.run_node(args.id, homemod.endpoint(args.connect), output_dir=str(out),
                           **configmod.node_keywords(args))
 
 
@@ -236,7 +240,9 @@ def add_commands(sub) -> None:
                         "ipc://$MCEMU_HOME/daemon.sock (e.g. to bring back a node left down)")
     p.add_argument("--id", type=int, required=True)
     configmod.add_arguments(p, "node")  # heartbeat, liveness, ...: the settings a node agent takes
-    p.add_argument("--output-dir")
+    p.add_argument("--output-dir", help="where its tasks' output goes (default: $MCEMU_HOME/output); from "
+                                        "another directory than the daemon's it is also sent to the daemon, "
+                                        "whose `mcemu run` streams it")
     p.add_argument("--key", help="node credential for a tcp daemon (`mcemu keys issue NAME --role node`; "
                                  "default: MCEMU_KEY); with --network its tasks reach the interconnect at the "
                                  "daemon's port + 2 with it")

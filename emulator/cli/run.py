@@ -9,9 +9,14 @@ for a rank killed by signal N) where it is known, else 1; 130 after Ctrl-C, whic
 job (so do SIGTERM and SIGHUP).
 
 **Output.** Every rank's stdout and stderr go to one file on its node,
-``$MCEMU_HOME/output/job<ID>.<RANK>.out`` (nodes.spawn); this command follows those files, so it
-streams the output of the nodes of this host (``mcemu up``'s; a node agent started elsewhere
-with ``mcemu node`` writes on its own host). The program runs with ``PYTHONUNBUFFERED=1``:
+``$MCEMU_HOME/output/job<ID>.<RANK>.out`` (nodes.spawn), and this command follows those files
+in the daemon's home. A node whose output directory is another one (``mcemu node`` on another
+host, or with another MCEMU_HOME or ``--output-dir``) also sends its ranks' output to the daemon
+as they write it (nodes.outfwd, emulator.live.outsink): the daemon writes it into its own
+``output/``, where it is streamed as a local rank's (its lines come about as fast, and all of
+them before the job's end; the daemon keeps at most 64 MiB of a rank's output, then one line
+says it was cut). With ``--connect tcp://...`` from another host than the daemon's, this
+command sees no output file and says so. The program runs with ``PYTHONUNBUFFERED=1``:
 a Python rank's lines appear as it prints them, not when its buffer fills. A requeued job (a
 node died) starts its files afresh; the lines of the new attempt follow.
 
@@ -68,7 +73,9 @@ class Output:
         wrote = False
         for r in range(ranks):
             data = self._read(r)
-            if final and self.partial.get(r):
+            if final and data and not data.endswith(b"\n"):
+                # the last line had no newline; a line begun at the previous poll and ended now
+                # is whole (it got an empty line after it when the old partial was looked at)
                 data += b"\n"
             if not data:
                 continue

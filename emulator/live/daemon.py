@@ -20,6 +20,7 @@ kernel.py           the live kernel: readers, timers, deadlines, signals, the cl
 manager.py          ProcessorManager, composed of the parts below; decisions and the job lifecycle
 policy_port.py      PolicyPort: the one place the policy is called; model time
 node_handlers.py    what the nodes send (register, task reports, bye); node faults; watched processes
+outsink.py          the output of nodes of another output directory, into this home's ``output/``
 client_handlers.py  the clients' requests (submit, cancel, queue, nodes, status, comm, ...)
 admission.py        what a principal may ask, and how much: quotas, request rates, job names
 config.py           the settings: defaults, the journal's configuration, ``--param``
@@ -85,7 +86,7 @@ class Daemon(ProcessorManager):
         # bound once: a message costs one dict lookup and one call, as before the split
         fn, fc = self.from_nodes, self.from_clients
         self.node_dispatch = {"task_done": fn.on_task_done, "task_started": fn.on_task_started,
-                              "switched": self.slots.on_switched, "bye": fn.on_bye}
+                              "switched": self.slots.on_switched, "bye": fn.on_bye, "output": fn.output.on_output}
         self.client_dispatch = {"submit": fc.on_submit, "cancel": fc.on_cancel, "queue": fc.on_queue,
                                 "nodes": fc.on_nodes, "status": fc.on_status, "ping": fc.on_ping,
                                 "shutdown": fc.on_shutdown, "comm": fc.on_comm}

@@ -1,7 +1,8 @@
 """The handlers of what the nodes send: the manager's ``from_nodes`` (emulator.live.manager).
 
 A node agent registers (``on_register``, with the tasks it still runs and the ones that ended
-while it was away: ``_reconcile``), reports its tasks (``on_task_started``, ``on_task_done``),
+while it was away: ``_reconcile``), reports its tasks (``on_task_started``, ``on_task_done``;
+a node of another output directory also their output, ``output``: emulator.live.outsink),
 answers gang slot switches (emulator.live.gang ``on_switched``) and leaves (``on_bye``); a
 node whose heartbeats stop is purged by the daemon's loop (``purge``). The daemon checks
 first that the peer is registered as the node it names (emulator.live.daemon ``handle``).
@@ -45,6 +46,7 @@ from emulator.live import auth
 from emulator.live import keys as keysmod
 from emulator.live import protocol as P
 from emulator.live.nodes import HOST
+from emulator.live.outsink import OutputSink
 from nodes import contain
 
 log = logging.getLogger("mcemu.daemon")
@@ -68,6 +70,8 @@ class NodeHandlers:
         # (a job's start took 0.6-0.9 ms longer, scripts/bench_live.py)
         self._epoll = None
         self._watched: dict = {}  # pidfd -> NodeRec
+        # the output of nodes whose output directory is not the daemon's (``mcemu run`` follows it)
+        self.output = OutputSink(manager, manager.home / "output")
     # ------------------------------------------------------------------ tasks
 
     def _task_done(self, nr, jid, att, rank, status, usage, error):
@@ -248,7 +252,8 @@ class NodeHandlers:
         if new_incarnation and old[1] == HOST and p is auth.LOCAL:
             contain_dead(old[0])  # the previous process's tasks end before theirs are requeued
         self.watch(nr, ident)
-        m.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=m.hb, liveness=m.liveness)))
+        oid = {"output_id": self.output.id} if self.output.id else {}  # a node forwards only when told the id
+        m.outbox.append((ident, P.encode_unchecked("welcome", node=n, heartbeat=m.hb, liveness=m.liveness, **oid)))
         if new_incarnation:
             self._lost(nr, "restarted")
         self._reconcile(nr, ident, msg)

@@ -17,8 +17,16 @@ frames is refused. The PUB socket sends ``[topic, frame]`` with topic ``job``, `
 ``snapshot``.
 
 Message types
-  node -> daemon:  register, heartbeat, task_started, task_done, switched, bye
-  daemon -> node:  welcome, run, suspend, resume, switch, kill, ack, heartbeat, shutdown, error
+  node -> daemon:  register, heartbeat, task_started, task_done, switched, bye, output
+  daemon -> node:  welcome, run, suspend, resume, switch, kill, ack, heartbeat, shutdown, error, output_at
+
+Output of a node on another host (emulator.live.outsink, nodes.outfwd): ``welcome`` carries
+``output_id``, the id the daemon keeps in its ``output/``; a node whose output directory holds
+another id (or none) sends each command task's output as ``output`` {node, job, attempt, rank,
+offset, data} (at most MAX_CHUNK bytes of its file from ``offset``), all of it before the
+task's ``task_done``; the daemon appends it to its own ``output/job<ID>.<RANK>.out``, skips
+what it already has (a resend) and answers a gap with ``output_at`` {job, attempt, rank,
+offset}: the node sends again from there.
 
 Gang scheduling: ``run`` carries ``gang`` (the agent ends a synthetic task after ``runtime_s``
 seconds of dispatched time) and ``suspended`` (create it stopped); ``switch`` {slot, stop,
@@ -55,7 +63,8 @@ import threading
 import msgpack
 
 from emulator.live.schema import (  # noqa: F401  (the protocol's names: importers use this module)
-    ATTEMPT, CLIENT_TYPES, EVENT_TOPICS, JOB, LOCAL_TYPES, MAX_FRAME, MAX_ID, MAX_LIST, MAX_NODE, MAX_PAYLOAD,
+    ATTEMPT, CLIENT_TYPES, EVENT_TOPICS, JOB, LOCAL_TYPES, MAX_CHUNK, MAX_FRAME, MAX_ID, MAX_LIST, MAX_NODE,
+    MAX_OFFSET, MAX_PAYLOAD,
     MAX_REPLY, MAX_STR, MAX_WIRE, NET_TYPES, NODE, NODE_TYPES, PID, ProtocolError, QUEUE_PAGE, RANK, REQ_ID,
     SCHEMAS, TO_NODE_TYPES, VERSION, _INT_SET)
 from emulator.live.schema import BOOL, FLOAT, INT, INTS, STR  # the validators' kinds, checked inline by _Fast
@@ -251,6 +260,7 @@ def error_frame(err: ProtocolError | str, message: str = "", req_id=None) -> byt
     return encode_unchecked("error", id=req_id, code=code, message=message[:MAX_STR])
 
 
-__all__ = ["VERSION", "QUEUE_PAGE", "MAX_FRAME", "MAX_WIRE", "MAX_PAYLOAD", "NET_TYPES", "LOCAL_TYPES", "ProtocolError", "SCHEMAS", "NODE_TYPES",
-           "CLIENT_TYPES", "TO_NODE_TYPES", "encode", "encode_unchecked", "encode_each", "encode_rows", "packer", "decode", "validate", "heartbeat_frame",
+__all__ = ["VERSION", "QUEUE_PAGE", "MAX_FRAME", "MAX_WIRE", "MAX_PAYLOAD", "MAX_CHUNK", "MAX_OFFSET", "NET_TYPES",
+           "LOCAL_TYPES", "ProtocolError", "SCHEMAS", "NODE_TYPES", "CLIENT_TYPES", "TO_NODE_TYPES", "encode",
+           "encode_unchecked", "encode_each", "encode_rows", "packer", "decode", "validate", "heartbeat_frame",
            "error_frame"]

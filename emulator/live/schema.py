@@ -22,6 +22,10 @@ QUEUE_PAGE = 1000
 # bytes of one task-to-task message (net_send.data): an MPI packet's data (nodes.mpi.errors.PACKET,
 # 512 KiB; a longer MPI message goes as several) and its envelope; a frame stays under MAX_WIRE
 MAX_PAYLOAD = (1 << 19) + 1024
+# bytes of one ``output`` frame (a remote node's task output, emulator.live.outsink): a rank that
+# prints fast is forwarded a frame at a time, so no frame holds the daemon's turn for long
+MAX_CHUNK = 64 * 1024
+MAX_OFFSET = 1 << 40  # an output frame's offset in its task's file: far past any cap, still an int64
 
 
 class ProtocolError(ValueError):
@@ -208,11 +212,18 @@ SCHEMAS: dict[str, dict] = {
     "task_done": {"node": (NODE, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R),
                   "status": (_int(-255, 255), R), "usage": (_usage, R), "error": (_opt(_str()), O)},
     "bye": {"node": (NODE, R)},
+    # a command task's output, from a node whose output directory is not the daemon's (the
+    # welcome's output_id): bytes [offset, offset + len(data)) of its file (emulator.live.outsink)
+    "output": {"node": (NODE, R), "job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R),
+               "offset": (_int(0, MAX_OFFSET), R), "data": (_bin(MAX_CHUNK), R)},
     "switched": {"node": (NODE, R), "slot": (_int(0, MAX_ID), R), "t_first": (_opt(_num(0, 1e12)), R),
                  "t_stop": (_opt(_num(0, 1e12)), R), "t_cont": (_opt(_num(0, 1e12)), R),
                  "running": (_list(JOB), R), "stopped": (_list(JOB), R)},
     # daemon -> node
-    "welcome": {"node": (NODE, R), "heartbeat": (_num(0.001, 3600), R), "liveness": (_int(1, 1000), R)},
+    "welcome": {"node": (NODE, R), "heartbeat": (_num(0.001, 3600), R), "liveness": (_int(1, 1000), R),
+                "output_id": (_str(64), O)},
+    # the daemon has the task's output up to ``offset`` only (a frame was lost): send from there
+    "output_at": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "offset": (_int(0, MAX_OFFSET), R)},
     "run": {"job": (JOB, R), "attempt": (ATTEMPT, R), "rank": (RANK, R), "node": (NODE, R),
             "nodes": (_list(NODE), R), "runtime_s": (_num(0, 1e9), R), "command": (_opt(_str()), O),
             "burn": (_bool, O), "name": (_str(255), O), "gang": (_bool, O), "suspended": (_bool, O),
@@ -268,10 +279,10 @@ SCHEMAS: dict[str, dict] = {
              "fail": (_str(1000), O)},
 }
 
-NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "switched", "bye"})
+NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "switched", "bye", "output"})
 CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutdown", "ping"})
 TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "switch", "kill", "ack", "heartbeat",
-                           "shutdown", "error"})
+                           "shutdown", "error", "output_at"})
 EVENT_TOPICS = (b"job", b"node", b"snapshot")
 NET_TYPES = frozenset({"net_hello", "net_send", "net_links", "net_barrier", "net_wait", "net_bye"})  # what the interconnect accepts
 LOCAL_TYPES = frozenset({"comm"})  # daemon types only a LOCAL peer may send (the interconnect)
