@@ -15,8 +15,9 @@ host, or with another MCEMU_HOME or ``--output-dir``) also sends its ranks' outp
 as they write it (nodes.outfwd, emulator.live.outsink): the daemon writes it into its own
 ``output/``, where it is streamed as a local rank's (its lines come about as fast, and all of
 them before the job's end; the daemon keeps at most 64 MiB of a rank's output, then one line
-says it was cut). With ``--connect tcp://...`` from another host than the daemon's, this
-command sees no output file and says so. The program runs with ``PYTHONUNBUFFERED=1``:
+says it was cut). With ``--connect tcp://...`` (a daemon of another host: this host has not
+its ``output/``) this command asks the daemon for what is new at each poll (``tail``, at most
+128 KiB a reply; the job's owner's and the admin's only). The program runs with ``PYTHONUNBUFFERED=1``:
 a Python rank's lines appear as it prints them, not when its buffer fills. A requeued job (a
 node died) starts its files afresh; the lines of the new attempt follow.
 
@@ -58,21 +59,34 @@ STALE = 0.5
 
 class Output:
     """The ranks' output files of one job, followed: each poll writes their new complete lines
-    (``label``: prefixed ``RANK: ``) to ``sink``, rank by rank."""
+    (``label``: prefixed ``RANK: ``) to ``sink``, rank by rank. ``outdir``: the daemon's
+    ``output/`` on this host; None with ``client``: a daemon of another host, asked for them
+    (``tail``: emulator.live.client_handlers ``on_tail``)."""
 
-    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0):
-        self.outdir, self.job, self.label = outdir, job, label
+    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0, client=None):
+        self.outdir, self.job, self.label, self.client = outdir, job, label, client
         self.sink = sink or sys.stdout.buffer
         self.at: dict[int, int] = {}  # rank -> bytes read
         self.partial: dict[int, bytes] = {}  # rank -> an unfinished last line
         self.since = since  # wall time: a file not written since is another job's (module docstring)
 
     def poll(self, ranks: int, final: bool = False) -> None:
-        if self.outdir is None:
+        if self.outdir is None and self.client is None:
             return
+        while True:
+            before = dict(self.at)
+            got = self._fetch(ranks)
+            # a daemon's reply is bounded (TAIL_BYTES): at the end, ask until all is read, and
+            # only then end the last lines that have no newline
+            more = final and self.outdir is None and self.at != before
+            self._write(got, final and not more)
+            if not more:
+                return
+
+    def _write(self, got: dict, final: bool) -> None:
         wrote = False
-        for r in range(ranks):
-            data = self._read(r)
+        for r in sorted(got):
+            data = got[r]
             if final and data and not data.endswith(b"\n"):
                 # the last line had no newline; a line begun at the previous poll and ended now
                 # is whole (it got an empty line after it when the old partial was looked at)
@@ -86,6 +100,25 @@ class Output:
             wrote = True
         if wrote:
             self.sink.flush()
+
+    def _fetch(self, ranks: int) -> dict:
+        """rank -> its unfinished line and the bytes new since the last poll."""
+        if self.outdir is not None:
+            return {r: self._read(r) for r in range(ranks)}
+        from emulator.live.client import ClientTimeout, DaemonError  # lazy: see emulator.cli.jobs
+
+        at = [self.at.get(r, 0) for r in range(ranks)]
+        try:
+            rows = self.client.tail(self.job, at)["data"] if ranks else []
+        except (ClientTimeout, DaemonError):  # the next poll asks again
+            return {}
+        got = {}
+        for r, (start, data) in enumerate(rows[:ranks]):
+            if start < at[r]:  # its file begun afresh: a new attempt's
+                self.partial[r] = b""
+            self.at[r] = start + len(data)
+            got[r] = self.partial.get(r, b"") + data
+        return got
 
     def _read(self, rank: int) -> bytes:
         path = self.outdir / f"job{self.job}.{rank}.out"
@@ -158,7 +191,8 @@ def cmd_run(args) -> int:
                                stdin=pump and str(pump.path))
             except DaemonError as e:
                 raise UsageError(str(e)) from None
-            job = _attend(c, jid, Output(outdir, jid, args.label, since=since), args, pump)
+            job = _attend(c, jid, Output(outdir, jid, args.label, since=since, client=None if outdir else c), args,
+                          pump)
     finally:
         if pump is not None:
             pump.close()
@@ -181,8 +215,6 @@ def _attend(c, jid: int, out: Output, args, pump) -> dict:
     """Follow job ``jid`` to its end (Ctrl-C, SIGTERM, a lost daemon: it is cancelled); its record."""
     if args.verbose:
         _note(f"job {jid} submitted: {shlex.join(args.program)}")
-    if out.outdir is None:
-        _note(f"the ranks' output stays on the nodes' host (job{jid}.RANK.out in their output directory)")
     job = None
     try:
         job = _follow(c, jid, out, args, _note, pump)

@@ -177,6 +177,11 @@ class Client:
     def cancel(self, job: int, timeout=None) -> dict:
         return self.request("cancel", timeout, job=int(job))
 
+    def tail(self, job: int, at: list[int], timeout=None) -> dict:
+        """Job ``job``'s output from offsets ``at`` (one a rank): {"data": [[start, bytes], ...],
+        "state"} (emulator.live.client_handlers ``on_tail``; ``mcemu run`` on another host)."""
+        return self.request("tail", timeout, job=int(job), at=[int(x) for x in at])
+
     def queue(self, all: bool = False, jobs=None, timeout=None, page: int = P.QUEUE_PAGE) -> dict:
         """Every row, asked a page (``page`` rows) at a time: each page is a bounded slice of
         the daemon's loop and has its own ``timeout``. The rows of one listing are each

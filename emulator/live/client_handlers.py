@@ -12,6 +12,7 @@ the read-only views of emulator.live.views.
 """
 from __future__ import annotations
 
+import os
 from collections import deque
 
 from emulator.live import auth
@@ -21,6 +22,8 @@ from emulator.live.admission import ASKED, LISTINGS, bad_name, wrong_kind
 from emulator.live.jobs import ACTIVE
 from scheduler.jobs import JobError
 from scheduler.topology import Request, RequestError, TopologyError
+
+TAIL_BYTES = 128 * 1024  # bytes of output one ``tail`` reply carries at most (a turn of the loop stays short)
 
 
 class ClientHandlers:
@@ -159,12 +162,52 @@ class ClientHandlers:
             m._abort(jr, msg["fail"])
         m._reply(ident, msg["id"], {"job": jr.id})
 
+    def on_tail(self, ident, msg):
+        """The output of job ``job`` from offsets ``at`` (one a rank), for ``mcemu run`` on a host
+        that cannot read this home's ``output/`` (emulator.cli.run): ``[[start, bytes], ...]``, a
+        rank's bytes from ``start`` = its offset, or 0 when its file is shorter than that (a new
+        attempt's file, begun afresh). Its owner's and the admin's only, as a cancel. At most
+        TAIL_BYTES a reply, shared in turn so that no rank starves: the reader asks again."""
+        m = self.m
+        jr = m.jobs.get(msg["job"])
+        if jr is None:
+            return m._error(ident, "unknown-job", f"no job {msg['job']}", msg["id"])
+        p = m.principal_of(ident)
+        if not p.admin and jr.owner != p.name:
+            return m._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may read "
+                                                f"only its own jobs' output", msg["id"])
+        at, out = msg["at"], []
+        if jr.command and jr.state != "queued":  # before its start a file of that name is no one's yet
+            budget = TAIL_BYTES
+            for rank, off in enumerate(at):
+                start, data = tail_file(m.home / "output" / f"job{int(jr.id)}.{rank}.out", off, budget)
+                budget -= len(data)
+                out.append([start, data])
+        m._reply(ident, msg["id"], {"data": out, "state": jr.state})
+
     def on_ping(self, ident, msg):
         self.m._reply(ident, msg["id"], {"pong": True})
 
     def on_shutdown(self, ident, msg):
         self.m._reply(ident, msg.get("id") or 0, {"stopping": True})
         self.m.running = False
+
+
+def tail_file(path, off: int, n: int) -> tuple[int, bytes]:
+    """Up to ``n`` bytes of ``path`` from ``off``, or from 0 when it is shorter than ``off`` (a
+    file begun afresh): (where they start, the bytes); (off, b"") when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return off, b""
+    try:
+        if os.fstat(fd).st_size < off:
+            off = 0
+        return off, (os.pread(fd, n, off) if n > 0 else b"")
+    except OSError:
+        return off, b""
+    finally:
+        os.close(fd)
 
 
 class _Listing:
@@ -198,4 +241,4 @@ class _Listing:
                                     self.n, self.parts)
 
 
-__all__ = ["ClientHandlers"]
+__all__ = ["ClientHandlers", "TAIL_BYTES", "tail_file"]

@@ -89,7 +89,7 @@ class Daemon(ProcessorManager):
                               "switched": self.slots.on_switched, "bye": fn.on_bye, "output": fn.output.on_output}
         self.client_dispatch = {"submit": fc.on_submit, "cancel": fc.on_cancel, "queue": fc.on_queue,
                                 "nodes": fc.on_nodes, "status": fc.on_status, "ping": fc.on_ping,
-                                "shutdown": fc.on_shutdown, "comm": fc.on_comm}
+                                "shutdown": fc.on_shutdown, "comm": fc.on_comm, "tail": fc.on_tail}
 
     # ------------------------------------------------------------------ sockets
 

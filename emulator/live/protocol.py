@@ -34,10 +34,12 @@ run} asks a node to SIGSTOP the tasks of the jobs in ``stop``, then SIGCONT thos
 the node answers ``switched`` with CLOCK_MONOTONIC stamps (first signal, after its last
 SIGSTOP, after its last SIGCONT) and the jobs it now has running and stopped.
   client -> daemon (each with a request ``id`` echoed in the reply):
-                   submit, cancel, queue, nodes, status, shutdown, ping
+                   submit, cancel, queue, nodes, status, shutdown, ping, tail
                    (``queue`` pages: ``after`` a job id, at most ``limit`` rows; its reply's
                    ``next`` is the ``after`` of the next page, None after the last; without
-                   ``limit`` the reply holds every row, built by the daemon over several turns)
+                   ``limit`` the reply holds every row, built by the daemon over several turns;
+                   ``tail`` {job, at}: the job's output files from offset ``at[r]`` of each
+                   rank r, ``mcemu run`` of a host without the daemon's ``output/``)
   daemon -> client: ok {id, data}, error {id, code, message}
   PUB events:      job, node, snapshot
 

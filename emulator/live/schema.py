@@ -26,6 +26,7 @@ MAX_PAYLOAD = (1 << 19) + 1024
 # prints fast is forwarded a frame at a time, so no frame holds the daemon's turn for long
 MAX_CHUNK = 64 * 1024
 MAX_OFFSET = 1 << 40  # an output frame's offset in its task's file: far past any cap, still an int64
+MAX_TAIL_RANKS = 1 << 14  # ranks one ``tail`` asks for (a job of a 128x128 mesh)
 
 
 class ProtocolError(ValueError):
@@ -241,6 +242,9 @@ SCHEMAS: dict[str, dict] = {
                # a command's working directory and rank 0's stdin (``mcemu run``): absolute paths
                "cwd": (_opt(_path), O), "stdin": (_opt(_path), O)},
     "cancel": {"id": (REQ_ID, R), "job": (JOB, R)},
+    # ``mcemu run`` of another host: the job's output files from these offsets, rank by rank
+    # (emulator.live.client_handlers ``on_tail``)
+    "tail": {"id": (REQ_ID, R), "job": (JOB, R), "at": (_list(_int(0, MAX_OFFSET), MAX_TAIL_RANKS), R)},
     "queue": {"id": (REQ_ID, R), "all": (_bool, O), "jobs": (_list(JOB), O),
               "after": (_int(0, MAX_ID), O), "limit": (_int(1, QUEUE_PAGE), O)},
     "nodes": {"id": (REQ_ID, R)},
@@ -280,7 +284,7 @@ SCHEMAS: dict[str, dict] = {
 }
 
 NODE_TYPES = frozenset({"register", "heartbeat", "task_started", "task_done", "switched", "bye", "output"})
-CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutdown", "ping"})
+CLIENT_TYPES = frozenset({"submit", "cancel", "queue", "nodes", "status", "shutdown", "ping", "tail"})
 TO_NODE_TYPES = frozenset({"welcome", "run", "suspend", "resume", "switch", "kill", "ack", "heartbeat",
                            "shutdown", "error", "output_at"})
 EVENT_TOPICS = (b"job", b"node", b"snapshot")

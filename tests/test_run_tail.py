@@ -1,0 +1,127 @@
+"""``mcemu run --connect tcp://...`` from a host that cannot read the daemon's ``output/`` asks
+the daemon for the ranks' output (``tail``: emulator.live.client_handlers ``on_tail``): in
+memory first (offsets, a file begun afresh, a job not started, the owner's only, bounded
+replies), then a real cluster on tcp and ``mcemu run`` from another home with the admin's key."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import ALLOCATOR, SCHEDULER, free_port
+from emulator.live.auth import Principal
+from emulator.live.client_handlers import TAIL_BYTES
+from tests.fixtures.stub_daemon import Stub
+
+
+def _running(s: Stub):
+    s.register_all()
+    assert s.call("submit", request={"cube": 2}, runtime=50.0, command="echo hi")["type"] == "ok"
+    (jr,) = s.d.jobs.values()
+    assert jr.state == "running"
+    return jr
+
+
+def test_tail_reads_each_rank_from_its_offset_and_a_shorter_file_from_its_start(tmp_path):
+    s = Stub(tmp_path)
+    jr = _running(s)
+    out = tmp_path / "output"
+    (out / f"job{jr.id}.0.out").write_bytes(b"zero\nmore")
+    (out / f"job{jr.id}.2.out").write_bytes(b"new\n")  # a new attempt's file: shorter than asked
+    r = s.call("tail", job=jr.id, at=[0, 0, 9, 0])
+    assert r["type"] == "ok" and r["data"]["state"] == "running"
+    assert r["data"]["data"] == [[0, b"zero\nmore"], [0, b""], [0, b"new\n"], [0, b""]]
+    assert s.call("tail", job=jr.id, at=[5, 0])["data"]["data"] == [[5, b"more"], [0, b""]]
+    assert s.call("tail", job=jr.id, at=[9])["data"]["data"] == [[9, b""]]
+
+
+def test_a_reply_carries_at_most_tail_bytes_and_the_reader_asks_again(tmp_path):
+    s = Stub(tmp_path)
+    jr = _running(s)
+    big = bytes(range(256)) * (TAIL_BYTES // 256)
+    for r in range(2):
+        (tmp_path / "output" / f"job{jr.id}.{r}.out").write_bytes(big + b"tail\n")
+    rows = s.call("tail", job=jr.id, at=[0, 0])["data"]["data"]
+    assert sum(len(d) for _, d in rows) == TAIL_BYTES and rows[0][1] == big and rows[1] == [0, b""]
+    rows = s.call("tail", job=jr.id, at=[len(big), 0])["data"]["data"]
+    assert rows[0] == [len(big), b"tail\n"] and len(rows[1][1]) == TAIL_BYTES - 5
+
+
+def test_a_job_not_started_has_no_output_and_only_its_owner_and_the_admin_read_it(tmp_path):
+    s = Stub(tmp_path)
+    jr = _running(s)
+    (tmp_path / "output" / f"job{jr.id}.0.out").write_bytes(b"secret\n")
+    # a second job waits for the first's nodes: a file of its name would be no one's yet
+    assert s.call("submit", request={"cube": 2}, runtime=5.0, command="true")["type"] == "ok"
+    (tmp_path / "output" / "job2.0.out").write_bytes(b"an older cluster's\n")
+    assert s.call("tail", job=2, at=[0])["data"] == {"data": [], "state": "queued"}
+    assert s.call("tail", job=99, at=[0])["code"] == "unknown-job"
+    s.d.peers.update({b"bob": Principal("bob", "client", None, "B" * 40),
+                      b"boss": Principal("boss", "admin", None, "A" * 40)})
+    r = s.call("tail", ident=b"bob", job=jr.id, at=[0])
+    assert r["type"] == "error" and r["code"] == "forbidden" and "only its own" in r["message"]
+    assert s.call("tail", ident=b"boss", job=jr.id, at=[0])["data"]["data"] == [[0, b"secret\n"]]
+
+
+@pytest.mark.parametrize("fields, code", [({"job": 1, "at": [-1]}, "bad-field"), ({"job": 1, "at": "0"}, "bad-field"),
+                                          ({"job": 1}, "missing-field"), ({"job": "../x", "at": [0]}, "bad-field"),
+                                          ({"job": 1, "at": [0], "path": "/etc/passwd"}, "unknown-field")])
+def test_a_bad_tail_is_refused_and_the_daemon_serves_on(tmp_path, fields, code):
+    import msgpack
+
+    from emulator.live import protocol as P
+
+    s = Stub(tmp_path)
+    _running(s)
+    s.d.handle([b"c", msgpack.packb({"v": P.VERSION, "type": "tail", "id": 7, **fields}, use_bin_type=True)])
+    (reply,) = [P.decode(f, max_size=P.MAX_REPLY) for _, f in s.d.outbox]
+    s.d.outbox.clear()
+    assert reply["type"] == "error" and reply["code"] == code
+    assert s.call("ping")["data"] == {"pong": True}
+
+
+PROG = """\
+import os, sys
+r = int(os.environ["MCEMU_RANK"])
+for i in range(int(sys.argv[1])):
+    print("line", i, "of", r)
+sys.stdout.write("no newline at the end of " + str(r))
+"""
+
+
+@pytest.mark.live
+def test_mcemu_run_from_another_home_over_tcp_streams_every_rank_once(cluster, tmp_path):
+    cluster.mcemu("keys", "init", "--admin", "boss")
+    port = free_port()
+    cluster.up("--topology", "hypercube:2", "--allocator", ALLOCATOR, "--scheduler", SCHEDULER,
+               "--listen", f"127.0.0.1:{port}")
+    prog, n = tmp_path / "prog.py", 20_000  # 300 KiB a rank: many replies of TAIL_BYTES
+    prog.write_text(PROG)
+    elsewhere = tmp_path / "laptop"
+    elsewhere.mkdir()
+    env = dict(cluster.env, MCEMU_HOME=str(elsewhere))  # a client that has none of the daemon's files
+    p = subprocess.Popen([sys.executable, "-m", "emulator", "run", "--connect", f"tcp://127.0.0.1:{port}",
+                          "--key", str(cluster.home / "keys" / "issued" / "boss.toml"), "-n", "4", "--label",
+                          sys.executable, str(prog), str(n)], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    cluster.record(p)
+    lines: list[str] = []
+    t = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    t.start()
+    try:
+        rc = p.wait(120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(5)
+    t.join(5)
+    err = p.stderr.read()
+    assert rc == 0, err
+    assert "stays on the nodes' host" not in err
+    for r in range(4):
+        mine = [x.rstrip("\n") for x in lines if x.startswith(f"{r}: ")]
+        assert mine == [f"{r}: line {i} of {r}" for i in range(n)] + [f"{r}: no newline at the end of {r}"], \
+            (r, len(mine), mine[-2:])
+    assert not (elsewhere / "output").exists() or not any((elsewhere / "output").iterdir())
