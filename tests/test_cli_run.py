@@ -240,3 +240,22 @@ def test_a_failed_rank_is_the_jobs_last_word_and_one_that_returned_is_a_deadlock
     else:
         assert out.count("deadlock: rank 1 of job 1 ended") == 3, out  # each waiting rank's error
         assert "deadlock: rank 1 of job 1 ended" in job["reason"], job["reason"]
+
+
+def test_mcemu_down_ends_a_run_whose_job_was_running(cluster, tmp_path):
+    """``mcemu down`` in another terminal ends the cluster for good (its journal closed): a
+    ``mcemu run`` following a job on it says so and exits 1 within seconds, where it went on
+    waiting for a daemon restart that never comes (``mcemu wait`` already stopped)."""
+    import time
+
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "hang.py"
+    prog.write_text(HANG)
+    run = Run(cluster, "-n", 2, "--label", sys.executable, prog)
+    wait_for(lambda: sum(": pid " in x for x in run.lines) == 2, 30, "the ranks to start")
+    cluster.down()
+    t = time.monotonic()
+    rc, err = run.finish(30)
+    assert rc == 1 and f"the cluster in {cluster.home} was stopped" in err, (rc, err)
+    assert "still waiting" not in err and "could not cancel" not in err, err
+    assert time.monotonic() - t < 10

@@ -5,8 +5,8 @@ program and its arguments, shell-quoted: ``mcemu submit --command`` runs the sam
 background; emulator.cli.jobs), waits for it to start, streams its ranks' output to the
 terminal as they write it (``--label``: each line prefixed ``RANK: ``, as ``srun --label``),
 and exits with the job's status: 0 when it completed; a failing rank's exit status (128 + N
-for a rank killed by signal N) where it is known, else 1; 130 after Ctrl-C, which cancels the
-job (so do SIGTERM and SIGHUP).
+for a rank killed by signal N) where it is known, else 1 (also when ``mcemu down`` stops the
+cluster under it); 130 after Ctrl-C, which cancels the job (so do SIGTERM and SIGHUP).
 
 **Output.** Every rank's stdout and stderr go to one file on its node,
 ``$MCEMU_HOME/output/job<ID>.<RANK>.out`` (nodes.spawn); this command follows those files, so it
@@ -41,7 +41,7 @@ from pathlib import Path
 from emulator.cli import UsageError
 from emulator.cli import _stdin
 from emulator.cli._client import FINISHED, client_options, connect, printable, ranges
-from emulator.cli.jobs import _parse_request
+from emulator.cli.jobs import _parse_request, stopped
 from emulator.live import home as homemod
 
 DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
@@ -199,6 +199,10 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
             job = c.queue(jobs=[jid])["jobs"][0]
             silent = False
         except ClientTimeout:
+            home = out.outdir and out.outdir.parent  # None: another host's daemon, which may come back
+            if stopped(home):  # `mcemu down`: no restart will come, nor the job's end (nothing to cancel)
+                out.poll(ranks, final=True)
+                return {"state": "stopped", "reason": f"the cluster in {home} was stopped before it finished"}
             if not silent:
                 note("the daemon does not answer (restarting?); still waiting")
                 silent = True
