@@ -13,7 +13,8 @@ cluster under it); 130 after Ctrl-C, which cancels the job (so do SIGTERM and SI
 streams the output of the nodes of this host (``mcemu up``'s; a node agent started elsewhere
 with ``mcemu node`` writes on its own host). The program runs with ``PYTHONUNBUFFERED=1``:
 a Python rank's lines appear as it prints them, not when its buffer fills. A requeued job (a
-node died) starts its files afresh; the lines of the new attempt follow.
+node died) starts its files afresh; this command says so (``job 7 requeued: node 1 process 4242
+ended (attempt 2: its ranks start over)``) and the lines of the new attempt follow.
 
 **Where, and stdin.** Every rank starts in the caller's working directory (``-D DIR``: another;
 a directory missing on a node's host fails that rank, which cannot start). Rank 0 reads this
@@ -49,18 +50,30 @@ POLL = 0.1  # seconds between two looks at the job and its output files
 # an output file last written this long before the submit is an older job's: a file's times come
 # from the kernel's coarse clock, a tick (at most 10 ms) behind the one time.time() reads
 STALE = 0.5
+# a requeued job's new attempt started this long before the wall time its record and the
+# daemon's clock give (the answer's way here, the coarse clock): its files are written since
+RESTART_SLACK = 0.1
 
 
 class Output:
     """The ranks' output files of one job, followed: each poll writes their new complete lines
     (``label``: prefixed ``RANK: ``) to ``sink``, rank by rank."""
 
-    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0):
-        self.outdir, self.job, self.label = outdir, job, label
+    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0, unit=1.0):
+        self.outdir, self.job, self.label, self.unit = outdir, job, label, unit  # unit: seconds a model time unit
         self.sink = sink or sys.stdout.buffer
         self.at: dict[int, int] = {}  # rank -> bytes read
         self.partial: dict[int, bytes] = {}  # rank -> an unfinished last line
         self.since = since  # wall time: a file not written since is another job's (module docstring)
+        # a requeued job's ranks whose file is still the earlier attempt's, and when the new one
+        # started (wall time): a file written since was truncated by the new rank, however long
+        # it has grown meanwhile (its size alone tells only while it is shorter than was read)
+        self.old: set[int] = set()
+        self.restart = 0.0
+
+    def again(self, started: float) -> None:
+        """The job was requeued: its new attempt started at wall time ``started``."""
+        self.old, self.restart = set(self.at), started
 
     def poll(self, ranks: int, final: bool = False) -> None:
         if self.outdir is None:
@@ -88,8 +101,9 @@ class Output:
                 if st.st_mtime < self.since:
                     return b""
                 size = st.st_size
-                if size < self.at.get(rank, 0):  # truncated: a new attempt's file
-                    self.at[rank], self.partial[rank] = 0, b""
+                if size < self.at.get(rank, 0) or (rank in self.old and st.st_mtime >= self.restart):
+                    self.at[rank], self.partial[rank] = 0, b""  # truncated: a new attempt's file
+                    self.old.discard(rank)
                 f.seek(self.at.get(rank, 0))
                 data = f.read()
         except FileNotFoundError:
@@ -151,7 +165,7 @@ def cmd_run(args) -> int:
                                stdin=pump and str(pump.path))
             except DaemonError as e:
                 raise UsageError(str(e)) from None
-            job = _attend(c, jid, Output(outdir, jid, args.label, since=since), args, pump)
+            job = _attend(c, jid, Output(outdir, jid, args.label, since=since, unit=unit), args, pump)
     finally:
         if pump is not None:
             pump.close()
@@ -196,7 +210,8 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
     ranks, attempt = 0, None
     while True:
         try:
-            job = c.queue(jobs=[jid])["jobs"][0]
+            q = c.queue(jobs=[jid])
+            job, now = q["jobs"][0], q["now"]
             silent = False
         except ClientTimeout:
             home = out.outdir and out.outdir.parent  # None: another host's daemon, which may come back
@@ -209,9 +224,9 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
             time.sleep(POLL)
             continue
         ranks = max(ranks, len(job.get("nodes") or ()))
-        if pump is not None and job.get("attempt") != attempt:
-            if attempt:  # a requeued job: its new rank 0 opens the FIFO again
-                pump.again()
+        if job.get("attempt") != attempt:
+            if attempt:
+                _requeued(jid, job, now, out, note, pump)
             attempt = job.get("attempt")
         if job["state"] != state:
             state = job["state"]
@@ -228,6 +243,17 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
             out.poll(ranks, final=True)
             return {"state": "cancelled", "timed_out": True}
         time.sleep(POLL)
+
+
+def _requeued(jid: int, job: dict, now: float, out: Output, note, pump) -> None:
+    """A new attempt of the job runs (a node or the interconnect died under the last one): its
+    ranks start over, their output files anew (``now``: the daemon's model time, to place the
+    attempt's start on the wall clock), its new rank 0 opens the stdin FIFO again."""
+    why = printable(job.get("reason")) or "requeued"
+    note(f"job {jid} {why} (attempt {job['attempt']}: its ranks start over)")
+    out.again(time.time() - (now - job["start"]) * out.unit - RESTART_SLACK)
+    if pump is not None:
+        pump.again()
 
 
 def _cancel(c, jid: int, note, what: str) -> None:
