@@ -240,3 +240,50 @@ def test_a_failed_rank_is_the_jobs_last_word_and_one_that_returned_is_a_deadlock
     else:
         assert out.count("deadlock: rank 1 of job 1 ended") == 3, out  # each waiting rank's error
         assert "deadlock: rank 1 of job 1 ended" in job["reason"], job["reason"]
+
+
+def test_mcemu_down_ends_a_run_whose_job_was_running(cluster, tmp_path):
+    """``mcemu down`` in another terminal ends the cluster for good (its journal closed): a
+    ``mcemu run`` following a job on it says so and exits 1 within seconds, where it went on
+    waiting for a daemon restart that never comes (``mcemu wait`` already stopped)."""
+    import time
+
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "hang.py"
+    prog.write_text(HANG)
+    run = Run(cluster, "-n", 2, "--label", sys.executable, prog)
+    wait_for(lambda: sum(": pid " in x for x in run.lines) == 2, 30, "the ranks to start")
+    cluster.down()
+    t = time.monotonic()
+    rc, err = run.finish(30)
+    assert rc == 1 and f"the cluster in {cluster.home} was stopped" in err, (rc, err)
+    assert "still waiting" not in err and "could not cancel" not in err, err
+    assert time.monotonic() - t < 10
+
+
+# each rank says which attempt it is; the first attempt's ranks wait (for a node to be killed)
+ATTEMPTS = """\
+import os, time
+print("attempt", os.environ["MCEMU_ATTEMPT"], "rank", os.environ["MCEMU_RANK"], flush=True)
+if os.environ["MCEMU_ATTEMPT"] == "1":
+    time.sleep(60)
+"""
+
+
+def test_a_requeued_job_s_run_says_its_ranks_start_over(cluster, tmp_path):
+    """A node of the job dies: the job is requeued and its ranks run again from the start. The
+    user saw the program's output begin again with no word why; the run now says so."""
+    import os
+
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "attempts.py"
+    prog.write_text(ATTEMPTS)
+    run = Run(cluster, "-n", 2, "--label", sys.executable, prog)
+    wait_for(lambda: run.has(["0: attempt 1 rank 0", "1: attempt 1 rank 1"]), 30, "attempt 1's ranks")
+    job = cluster.client.queue(jobs=[1])["jobs"][0]
+    victim = job["nodes"][1]
+    os.kill({n["node"]: n["pid"] for n in cluster.client.nodes()}[victim], 9)
+    rc, err = run.finish(30)
+    assert rc == 0 and run.has(["0: attempt 2 rank 0", "1: attempt 2 rank 1"]), (rc, run.lines, err)
+    # the reason, where the run saw the attempt running (a completed job's record has none)
+    assert "mcemu run: job 1 requeued" in err and "(attempt 2: its ranks start over)" in err, err

@@ -142,3 +142,71 @@ def test_a_stopping_daemon_stops_the_interconnect_it_restarted():
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+# Attempt 1 says hello and sleeps; a later attempt's ranks wait for a go (a file) before they
+# import MPI: until then they have not said hello to any interconnect.
+LATE = r"""
+import os, sys, time
+go, att = sys.argv[1], int(os.environ["MCEMU_ATTEMPT"])
+if att > 1:
+    open(f"{go}.{att}.{os.environ['MCEMU_RANK']}", "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.02)
+from mpi4py import MPI
+MPI.COMM_WORLD.Barrier()
+if att == 1:
+    time.sleep(300)
+"""
+
+
+def test_a_requeued_attempt_is_judged_by_its_own_messages(cluster, tmp_path):
+    """A requeued job's record kept its first attempt's ``comm`` into the next attempt, so the
+    keeper took that attempt for one the dead interconnect carried: a second interconnect death
+    before its tasks had said hello failed it ("2 node faults"), though it had lost nothing."""
+    import sys
+
+    cluster.up("--topology", "mesh:2x2", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole")
+    prog, go = tmp_path / "late.py", tmp_path / "go"
+    prog.write_text(LATE)
+    jid = cluster.client.submit({"shape": [2, 1]}, 600, command=f"{sys.executable} {prog} {go}")
+    wait_for(lambda: _jobs(cluster, [jid])[jid]["comm"] is not None, 30, "attempt 1 communicating")
+    first = _interconnect(cluster)
+    cluster.record(first)
+    first.kill()
+    wait_for(lambda: all(go.with_name(f"go.2.{r}").exists() for r in (0, 1)), 30, "attempt 2's ranks, not in MPI yet")
+    j = _jobs(cluster, [jid])[jid]
+    assert j["attempt"] == 2 and j["comm"] is None, j  # nothing of this attempt reported yet
+    second = wait_for(lambda: (lambda p: p if p is not None and p.pid != first.pid else None)(_interconnect(cluster)),
+                      10, "a new interconnect")
+    cluster.record(second)
+    second.kill()
+    third = wait_for(lambda: (lambda p: p if p is not None and p.pid != second.pid else None)(_interconnect(cluster)),
+                     10, "another interconnect")
+    cluster.record(third)
+    go.touch()
+    j = wait_for(lambda: (lambda j: j if j["state"] not in ("queued", "running") else None)(_jobs(cluster, [jid])[jid]),
+                 30, "the job to end")
+    assert (j["state"], j["attempt"], j["faults"]) == ("completed", 2, 1), j
+    assert final_comm(cluster, jid)["count"] > 0
+
+
+def test_a_job_failed_by_the_interconnect_s_death_has_its_last_statistics_final(cluster, tmp_path):
+    """The dead interconnect sends no last report: the daemon's record of the job it failed was
+    never ``final`` (a script waiting for it waited for ever); its last statistics are."""
+    import sys
+
+    cluster.up("--topology", "mesh:2x2", "--allocator", "first-fit", "--scheduler", "fcfs", "--network", "wormhole",
+               "--max-requeue", "0")
+    prog = tmp_path / "late.py"
+    prog.write_text(LATE)
+    jid = cluster.client.submit({"shape": [2, 1]}, 600, command=f"{sys.executable} {prog} {tmp_path / 'go'}")
+    wait_for(lambda: _jobs(cluster, [jid])[jid]["comm"] is not None, 30, "the job communicating")
+    ic = _interconnect(cluster)
+    cluster.record(ic)
+    ic.kill()
+    j = wait_for(lambda: (lambda j: j if j["state"] != "running" else None)(_jobs(cluster, [jid])[jid]),
+                 10, "the job to fail")
+    assert j["state"] == "failed" and "interconnect" in j["reason"], j
+    assert final_comm(cluster, jid, timeout=5)["count"] >= 0

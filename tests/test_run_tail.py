@@ -4,9 +4,11 @@ memory first (offsets, a file begun afresh, a job not started, the owner's only,
 replies), then a real cluster on tcp and ``mcemu run`` from another home with the admin's key."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -31,10 +33,22 @@ def test_tail_reads_each_rank_from_its_offset_and_a_shorter_file_from_its_start(
     (out / f"job{jr.id}.0.out").write_bytes(b"zero\nmore")
     (out / f"job{jr.id}.2.out").write_bytes(b"new\n")  # a new attempt's file: shorter than asked
     r = s.call("tail", job=jr.id, at=[0, 0, 9, 0])
-    assert r["type"] == "ok" and r["data"]["state"] == "running"
+    assert r["type"] == "ok" and r["data"]["state"] == "running" and r["data"]["attempt"] == 1
     assert r["data"]["data"] == [[0, b"zero\nmore"], [0, b""], [0, b"new\n"], [0, b""]]
     assert s.call("tail", job=jr.id, at=[5, 0])["data"]["data"] == [[5, b"more"], [0, b""]]
     assert s.call("tail", job=jr.id, at=[9])["data"]["data"] == [[9, b""]]
+
+
+def test_a_file_last_written_before_the_attempt_started_is_an_earlier_attempts(tmp_path):
+    s = Stub(tmp_path)
+    jr = _running(s)
+    f = tmp_path / "output" / f"job{jr.id}.1.out"
+    f.write_bytes(b"attempt 1 of a requeued job\n")
+    old = time.time() - 60
+    os.utime(f, (old, old))  # its rank of this attempt has not started (and truncated it) yet
+    assert s.call("tail", job=jr.id, at=[0, 0])["data"]["data"] == [[0, b""], [0, b""]]
+    f.write_bytes(b"attempt 2\n")  # now it has
+    assert s.call("tail", job=jr.id, at=[0, 0])["data"]["data"] == [[0, b""], [0, b"attempt 2\n"]]
 
 
 def test_a_reply_carries_at_most_tail_bytes_and_the_reader_asks_again(tmp_path):
@@ -56,7 +70,7 @@ def test_a_job_not_started_has_no_output_and_only_its_owner_and_the_admin_read_i
     # a second job waits for the first's nodes: a file of its name would be no one's yet
     assert s.call("submit", request={"cube": 2}, runtime=5.0, command="true")["type"] == "ok"
     (tmp_path / "output" / "job2.0.out").write_bytes(b"an older cluster's\n")
-    assert s.call("tail", job=2, at=[0])["data"] == {"data": [], "state": "queued"}
+    assert s.call("tail", job=2, at=[0])["data"] == {"data": [], "state": "queued", "attempt": 0}
     assert s.call("tail", job=99, at=[0])["code"] == "unknown-job"
     s.d.peers.update({b"bob": Principal("bob", "client", None, "B" * 40),
                       b"boss": Principal("boss", "admin", None, "A" * 40)})
@@ -125,3 +139,41 @@ def test_mcemu_run_from_another_home_over_tcp_streams_every_rank_once(cluster, t
         assert mine == [f"{r}: line {i} of {r}" for i in range(n)] + [f"{r}: no newline at the end of {r}"], \
             (r, len(mine), mine[-2:])
     assert not (elsewhere / "output").exists() or not any((elsewhere / "output").iterdir())
+
+
+class _Daemon:
+    """A daemon of another host as Output sees it: ``tail`` answers from the files it holds."""
+
+    def __init__(self):
+        self.files, self.attempt, self.asked = {}, 1, []
+
+    def tail(self, job, at):
+        self.asked.append(list(at))
+        rows = []
+        for r, off in enumerate(at):
+            data = self.files.get(r, b"")
+            start = 0 if len(data) < off else off
+            rows.append([start, data[start:start + 4]])  # small replies: the end is asked for again
+        return {"data": rows, "state": "running", "attempt": self.attempt}
+
+
+def test_the_reader_of_a_far_daemon_reads_each_attempt_once_and_ends_every_line():
+    import io
+
+    from emulator.cli.run import Output
+
+    d, sink = _Daemon(), io.BytesIO()
+    out = Output(None, 1, True, sink=sink, client=d)
+    d.files = {0: b"one\ntwo\n", 1: b"x\n"}
+    out.poll(2)
+    out.poll(2)
+    assert sink.getvalue() == b"0: one\n1: x\n0: two\n"
+    # requeued: the new attempt's files are as long as the old ones already; a reply of the new
+    # attempt to the old offsets is not taken, and once the requeue is seen they are read anew
+    d.attempt, d.files = 2, {0: b"ONE\nTWO\n", 1: b"y\nno newline"}
+    out.poll(2)
+    assert sink.getvalue() == b"0: one\n1: x\n0: two\n"
+    out.again(0.0)
+    out.poll(2, final=True)
+    assert sink.getvalue() == b"0: one\n1: x\n0: two\n0: ONE\n1: y\n0: TWO\n1: no newline\n"
+    assert d.asked[-1] == [8, 12]

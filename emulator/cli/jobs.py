@@ -200,7 +200,6 @@ def _wait_until_finished(c, ids: list[int], deadline: float | None, home) -> lis
     when the daemon did not answer since the deadline). A daemon that does not answer is
     waited for while its cluster may still be recovering."""
     from emulator.live.client import ClientTimeout
-    from emulator.live.recovery import pending_meta  # lazy: the journal's reader, 5 ms
 
     jobs, told = [], False
     while ids:
@@ -210,8 +209,7 @@ def _wait_until_finished(c, ids: list[int], deadline: float | None, home) -> lis
                 print("mcemu wait: the daemon answers again", file=sys.stderr)
                 told = False
         except ClientTimeout:
-            if home is not None and homemod.read_pidfile(home / "daemon.pid") is None \
-                    and not pending_meta(home):
+            if stopped(home):
                 raise UsageError(f"the cluster in {home} was stopped before jobs "
                                  f"{ranges(ids)} finished") from None
             if not told:
@@ -224,6 +222,15 @@ def _wait_until_finished(c, ids: list[int], deadline: float | None, home) -> lis
             break
         time.sleep(WAIT_POLL if deadline is None else max(0.0, min(WAIT_POLL, deadline - time.monotonic())))
     return jobs
+
+
+def stopped(home) -> bool:
+    """The cluster of ``home`` (None: a daemon of another host, which cannot be told) was
+    stopped for good (``mcemu down``: no daemon, its journal closed), not merely restarting:
+    a command that follows its jobs has nothing more to wait for."""
+    from emulator.live.recovery import pending_meta  # lazy: the journal's reader, 5 ms
+
+    return home is not None and homemod.read_pidfile(home / "daemon.pid") is None and not pending_meta(home)
 
 
 def _report_wait(args, ids: list[int], jobs: list[dict]) -> int:

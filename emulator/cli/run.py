@@ -5,8 +5,8 @@ program and its arguments, shell-quoted: ``mcemu submit --command`` runs the sam
 background; emulator.cli.jobs), waits for it to start, streams its ranks' output to the
 terminal as they write it (``--label``: each line prefixed ``RANK: ``, as ``srun --label``),
 and exits with the job's status: 0 when it completed; a failing rank's exit status (128 + N
-for a rank killed by signal N) where it is known, else 1; 130 after Ctrl-C, which cancels the
-job (so do SIGTERM and SIGHUP).
+for a rank killed by signal N) where it is known, else 1 (also when ``mcemu down`` stops the
+cluster under it); 130 after Ctrl-C, which cancels the job (so do SIGTERM and SIGHUP).
 
 **Output.** Every rank's stdout and stderr go to one file on its node,
 ``$MCEMU_HOME/output/job<ID>.<RANK>.out`` (nodes.spawn), and this command follows those files
@@ -19,7 +19,8 @@ says it was cut). With ``--connect tcp://...`` (a daemon of another host: this h
 its ``output/``) this command asks the daemon for what is new at each poll (``tail``, at most
 128 KiB a reply; the job's owner's and the admin's only). The program runs with ``PYTHONUNBUFFERED=1``:
 a Python rank's lines appear as it prints them, not when its buffer fills. A requeued job (a
-node died) starts its files afresh; the lines of the new attempt follow.
+node died) starts its files afresh; this command says so (``job 7 requeued: node 1 process 4242
+ended (attempt 2: its ranks start over)``) and the lines of the new attempt follow.
 
 **Where, and stdin.** Every rank starts in the caller's working directory (``-D DIR``: another;
 a directory missing on a node's host fails that rank, which cannot start). Rank 0 reads this
@@ -47,7 +48,7 @@ from pathlib import Path
 from emulator.cli import UsageError
 from emulator.cli import _stdin
 from emulator.cli._client import FINISHED, client_options, connect, printable, ranges
-from emulator.cli.jobs import _parse_request
+from emulator.cli.jobs import _parse_request, stopped
 from emulator.live import home as homemod
 
 DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
@@ -55,6 +56,9 @@ POLL = 0.1  # seconds between two looks at the job and its output files
 # an output file last written this long before the submit is an older job's: a file's times come
 # from the kernel's coarse clock, a tick (at most 10 ms) behind the one time.time() reads
 STALE = 0.5
+# a requeued job's new attempt started this long before the wall time its record and the
+# daemon's clock give (the answer's way here, the coarse clock): its files are written since
+RESTART_SLACK = 0.1
 
 
 class Output:
@@ -63,12 +67,27 @@ class Output:
     ``output/`` on this host; None with ``client``: a daemon of another host, asked for them
     (``tail``: emulator.live.client_handlers ``on_tail``)."""
 
-    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0, client=None):
+    def __init__(self, outdir: Path | None, job: int, label: bool, sink=None, since: float = 0.0, unit=1.0,
+                 client=None):
         self.outdir, self.job, self.label, self.client = outdir, job, label, client
+        self.unit = unit  # seconds a model time unit
         self.sink = sink or sys.stdout.buffer
         self.at: dict[int, int] = {}  # rank -> bytes read
         self.partial: dict[int, bytes] = {}  # rank -> an unfinished last line
         self.since = since  # wall time: a file not written since is another job's (module docstring)
+        # a requeued job's ranks whose file is still the earlier attempt's, and when the new one
+        # started (wall time): a file written since was truncated by the new rank, however long
+        # it has grown meanwhile (its size alone tells only while it is shorter than was read)
+        self.old: set[int] = set()
+        self.restart = 0.0
+        self.attempt = None  # the attempt whose files a daemon of another host answers of (``tail``)
+
+    def again(self, started: float) -> None:
+        """The job was requeued: its new attempt started at wall time ``started`` (a daemon of
+        another host tells which of its files are the new attempt's itself: read from their start)."""
+        self.old, self.restart = set(self.at), started
+        if self.outdir is None:
+            self.at, self.partial, self.attempt = {}, {}, None
 
     def poll(self, ranks: int, final: bool = False) -> None:
         if self.outdir is None and self.client is None:
@@ -109,8 +128,13 @@ class Output:
 
         at = [self.at.get(r, 0) for r in range(ranks)]
         try:
-            rows = self.client.tail(self.job, at)["data"] if ranks else []
+            reply = self.client.tail(self.job, at) if ranks else {"data": []}
         except (ClientTimeout, DaemonError):  # the next poll asks again
+            return {}
+        rows, attempt = reply["data"], reply.get("attempt")
+        if self.attempt is None:
+            self.attempt = attempt
+        elif attempt != self.attempt:  # offsets of the last attempt's files: again() starts anew
             return {}
         got = {}
         for r, (start, data) in enumerate(rows[:ranks]):
@@ -128,8 +152,9 @@ class Output:
                 if st.st_mtime < self.since:
                     return b""
                 size = st.st_size
-                if size < self.at.get(rank, 0):  # truncated: a new attempt's file
-                    self.at[rank], self.partial[rank] = 0, b""
+                if size < self.at.get(rank, 0) or (rank in self.old and st.st_mtime >= self.restart):
+                    self.at[rank], self.partial[rank] = 0, b""  # truncated: a new attempt's file
+                    self.old.discard(rank)
                 f.seek(self.at.get(rank, 0))
                 data = f.read()
         except FileNotFoundError:
@@ -191,8 +216,8 @@ def cmd_run(args) -> int:
                                stdin=pump and str(pump.path))
             except DaemonError as e:
                 raise UsageError(str(e)) from None
-            job = _attend(c, jid, Output(outdir, jid, args.label, since=since, client=None if outdir else c), args,
-                          pump)
+            out = Output(outdir, jid, args.label, since=since, unit=unit, client=None if outdir else c)
+            job = _attend(c, jid, out, args, pump)
     finally:
         if pump is not None:
             pump.close()
@@ -235,18 +260,23 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
     ranks, attempt = 0, None
     while True:
         try:
-            job = c.queue(jobs=[jid])["jobs"][0]
+            q = c.queue(jobs=[jid])
+            job, now = q["jobs"][0], q["now"]
             silent = False
         except ClientTimeout:
+            home = out.outdir and out.outdir.parent  # None: another host's daemon, which may come back
+            if stopped(home):  # `mcemu down`: no restart will come, nor the job's end (nothing to cancel)
+                out.poll(ranks, final=True)
+                return {"state": "stopped", "reason": f"the cluster in {home} was stopped before it finished"}
             if not silent:
                 note("the daemon does not answer (restarting?); still waiting")
                 silent = True
             time.sleep(POLL)
             continue
         ranks = max(ranks, len(job.get("nodes") or ()))
-        if pump is not None and job.get("attempt") != attempt:
-            if attempt:  # a requeued job: its new rank 0 opens the FIFO again
-                pump.again()
+        if job.get("attempt") != attempt:
+            if attempt:
+                _requeued(jid, job, now, out, note, pump)
             attempt = job.get("attempt")
         if job["state"] != state:
             state = job["state"]
@@ -263,6 +293,17 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
             out.poll(ranks, final=True)
             return {"state": "cancelled", "timed_out": True}
         time.sleep(POLL)
+
+
+def _requeued(jid: int, job: dict, now: float, out: Output, note, pump) -> None:
+    """A new attempt of the job runs (a node or the interconnect died under the last one): its
+    ranks start over, their output files anew (``now``: the daemon's model time, to place the
+    attempt's start on the wall clock), its new rank 0 opens the stdin FIFO again."""
+    why = printable(job.get("reason")) or "requeued"
+    note(f"job {jid} {why} (attempt {job['attempt']}: its ranks start over)")
+    out.again(time.time() - (now - job["start"]) * out.unit - RESTART_SLACK)
+    if pump is not None:
+        pump.again()
 
 
 def _cancel(c, jid: int, note, what: str) -> None:

@@ -13,6 +13,7 @@ the read-only views of emulator.live.views.
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 
 from emulator.live import auth
@@ -24,6 +25,9 @@ from scheduler.jobs import JobError
 from scheduler.topology import Request, RequestError, TopologyError
 
 TAIL_BYTES = 128 * 1024  # bytes of output one ``tail`` reply carries at most (a turn of the loop stays short)
+# seconds by which a file of an attempt may seem older than its start: the model's clock against
+# the wall's, and a file's times taken from the kernel's coarse clock (a tick behind)
+TAIL_SLACK = 0.1
 
 
 class ClientHandlers:
@@ -177,13 +181,16 @@ class ClientHandlers:
             return m._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may read "
                                                 f"only its own jobs' output", msg["id"])
         at, out = msg["at"], []
-        if jr.command and jr.state != "queued":  # before its start a file of that name is no one's yet
+        if jr.command and jr.state != "queued" and jr.start is not None:  # before, a file is no one's yet
+            # a file last written before this attempt started is an earlier attempt's (a requeued
+            # job's rank not started again yet): its files are on the wall clock, not the model's
+            since = time.time() - (m.now() - jr.start) * m.time_unit - TAIL_SLACK
             budget = TAIL_BYTES
             for rank, off in enumerate(at):
-                start, data = tail_file(m.home / "output" / f"job{int(jr.id)}.{rank}.out", off, budget)
+                start, data = tail_file(m.home / "output" / f"job{int(jr.id)}.{rank}.out", off, budget, since)
                 budget -= len(data)
                 out.append([start, data])
-        m._reply(ident, msg["id"], {"data": out, "state": jr.state})
+        m._reply(ident, msg["id"], {"data": out, "state": jr.state, "attempt": jr.attempt})
 
     def on_ping(self, ident, msg):
         self.m._reply(ident, msg["id"], {"pong": True})
@@ -193,15 +200,19 @@ class ClientHandlers:
         self.m.running = False
 
 
-def tail_file(path, off: int, n: int) -> tuple[int, bytes]:
+def tail_file(path, off: int, n: int, since: float = 0.0) -> tuple[int, bytes]:
     """Up to ``n`` bytes of ``path`` from ``off``, or from 0 when it is shorter than ``off`` (a
-    file begun afresh): (where they start, the bytes); (off, b"") when there is none."""
+    file begun afresh): (where they start, the bytes); (off, b"") when there is none, or when
+    it was last written before ``since`` (wall time)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return off, b""
     try:
-        if os.fstat(fd).st_size < off:
+        st = os.fstat(fd)
+        if st.st_mtime < since:
+            return off, b""
+        if st.st_size < off:
             off = 0
         return off, (os.pread(fd, n, off) if n > 0 else b"")
     except OSError:

@@ -209,6 +209,9 @@ class ProcessorManager:
                 self.nodes[n].jobs.add(jr.id)
             if self.replaying:
                 continue
+            # this attempt's messages only, from its first hello on: an earlier attempt's would make it one
+            # the interconnect carried (emulator.live.netkeeper) before its tasks said hello
+            jr.comm = None
             self.journal.event("start", t, jr.id, None, {"nodes": jr.nodes, "attempt": jr.attempt})
             self.book.transition(jr, "running", t)
             if jr.command and self.cfg.get("network"):  # a program that may write a trace

@@ -108,6 +108,7 @@ class NetKeeper:
     def _requeue(self, why: str) -> None:
         m = self.m
         for jr in [j for j in m.jobs.values() if j.state == "running" and j.comm is not None]:
+            jr.comm = {**jr.comm, "final": True}  # a dead interconnect sends no last report: these are its totals
             m._fault(jr, None, why)
 
     def _restart(self) -> None:
