@@ -247,19 +247,22 @@ def test_the_schema_wants_absolute_bounded_paths():
     assert P.validate(dict(run)) == run
 
 
+class Sink:
+    """What Output writes, write by write."""
+
+    def __init__(self):
+        self.data = []
+
+    def write(self, b):
+        self.data.append(b)
+
+    def flush(self):
+        pass
+
+
 def test_output_older_than_the_submit_is_another_jobs(tmp_path):
     """A file last written before ``run`` submitted is not shown; once the node truncates it for
     this job's rank, what it writes is."""
-    class Sink:
-        def __init__(self):
-            self.data = []
-
-        def write(self, b):
-            self.data.append(b)
-
-        def flush(self):
-            pass
-
     f = tmp_path / "job7.0.out"
     f.write_bytes(b"an older job's line\n")
     os.utime(f, (time.time() - 3600, time.time() - 3600))
@@ -275,16 +278,6 @@ def test_output_older_than_the_submit_is_another_jobs(tmp_path):
 def test_a_line_ended_between_two_polls_is_one_line_at_the_end(tmp_path):
     """The last poll of a file whose line began at the previous one and ended since prints that
     line once, without an empty line after it (a 60 MB far rank showed one, 600,001 lines)."""
-    class Sink:
-        def __init__(self):
-            self.data = []
-
-        def write(self, b):
-            self.data.append(b)
-
-        def flush(self):
-            pass
-
     f, sink = tmp_path / "job7.0.out", Sink()
     f.write_bytes(b"one\ntw")
     out = Output(tmp_path, 7, True, sink)
