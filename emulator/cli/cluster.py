@@ -87,8 +87,14 @@ def cmd_up(args) -> int:
     if args.rt_priority and not st.get("rt"):
         print(f"mcemu up: --rt-priority {args.rt_priority} was not permitted here (needs CAP_SYS_NICE or an "
               f"RLIMIT_RTPRIO); the cluster runs at normal priority (see daemon.log, launcher.log)", file=sys.stderr)
-    if args.detach:
+    if args.detach or rec is not None:  # a recovery continues a cluster that runs on its own: it returns
         return 0
+    return _foreground(home, st, args)
+
+
+def _foreground(home, st: dict, args) -> int:
+    """Hold the terminal until Ctrl-C (or SIGTERM), then stop the cluster; or until its daemon is
+    gone: stopped by `mcemu down` elsewhere (0), or dead (1: its nodes are left to a recovery)."""
     stop = []
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, lambda *_: stop.append(1))
@@ -96,10 +102,21 @@ def cmd_up(args) -> int:
     try:
         while not stop and homemod.read_pidfile(home / "daemon.pid") is not None:
             time.sleep(0.2)
+    except BaseException:
+        stop.append(1)
+        raise
     finally:
-        res = stop_cluster(home)
-        if not args.json:
-            print(f"cluster down: {len(res['stopped'])} processes stopped", file=sys.stderr)
+        # a daemon that died (its journal still open) leaves its nodes and their tasks running
+        # for a recovery, as a detached cluster's does; `mcemu down` elsewhere closed the journal
+        died = not stop and not jobs.stopped(home)
+        if not died:
+            res = stop_cluster(home)
+            if not args.json:
+                print(f"cluster down: {len(res['stopped'])} processes stopped", file=sys.stderr)
+    if died:
+        print(f"mcemu up: the daemon (pid {st['pid']}) died; its nodes keep their tasks: `mcemu up` recovers "
+              f"the cluster, `mcemu down` stops it", file=sys.stderr)
+        return 1
     return 0
 
 
