@@ -305,26 +305,30 @@ def test_up_interrupted_while_the_nodes_register_stops_everything_it_started(bar
     assert cluster_processes(bare_home) == {"daemon": None, "launcher": None, "interconnect": None, "tree": []}
 
 
-def test_a_foreground_cluster_outlives_its_daemon_s_death_and_a_plain_up_recovers_it(cluster):
+def test_a_foreground_cluster_outlives_its_daemon_s_death_and_a_plain_up_recovers_it(cluster, tmp_path):
     """``mcemu up`` in the foreground took its daemon's death for the end of the cluster and
     stopped every node and task (the README's "the nodes keep their tasks running" held only
     for --detach); and the recovering ``mcemu up`` (no options, as the README has it) held the
     terminal instead of exiting 0, so that its Ctrl-C stopped the recovered cluster."""
     import psutil
 
-    fg = subprocess.Popen([sys.executable, "-m", "emulator", "up", "--topology", "mesh:2x2", "--no-restart"],
-                          env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = tmp_path / "up.err"
+    with open(err, "w") as f:
+        fg = subprocess.Popen([sys.executable, "-m", "emulator", "up", "--topology", "mesh:2x2", "--no-restart"],
+                              env=cluster.env, stdout=subprocess.DEVNULL, stderr=f, text=True)
     cluster.record(fg)
     try:
-        wait_for(lambda: cluster.daemon_pid() and cluster_processes(cluster.home)["launcher"] is not None
-                 and cluster.client.status()["connected"] == 4, 30, "the foreground cluster up")
+        # in its foreground loop (a daemon killed before `up` saw every node register is another
+        # case: a start that failed)
+        wait_for(lambda: "running in the foreground" in err.read_text(), 30, "the foreground cluster up")
         cluster.record()
         jid = cluster.client.submit({"nodes": 2}, 100, command="sleep 60")
         wait_for(lambda: cluster.client.queue(jobs=[jid])["jobs"][0]["state"] == "running", 10, "the job running")
         agents = [n["pid"] for n in cluster.client.nodes()]
         os.kill(cluster.daemon_pid(), signal.SIGKILL)
-        out, err = fg.communicate(timeout=10)
-        assert fg.returncode == 1 and "died" in err and "mcemu up" in err, (fg.returncode, out, err)
+        fg.wait(10)
+        said = err.read_text()
+        assert fg.returncode == 1 and "died" in said and "mcemu up" in said, (fg.returncode, said)
         assert all(psutil.pid_exists(p) for p in agents), "the nodes were stopped with the daemon"
     finally:
         if fg.poll() is None:
