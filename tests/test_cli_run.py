@@ -261,6 +261,36 @@ def test_mcemu_down_ends_a_run_whose_job_was_running(cluster, tmp_path):
     assert time.monotonic() - t < 10
 
 
+def test_ctrl_c_while_the_daemon_is_down_cancels_the_job_when_it_recovers(cluster, tmp_path):
+    """Ctrl-C of a run whose daemon had died said "could not cancel it" and exited 130, and the
+    job ran on after the recovery: the cancel is now recorded in the home, and the recovering
+    daemon applies it (its tasks, which outlived the daemon, end too)."""
+    import os
+    import signal
+
+    import psutil
+
+    cluster.up(*UP_2x2)
+    prog = tmp_path / "hang.py"
+    prog.write_text(HANG)
+    run = Run(cluster, "-n", 2, "--label", sys.executable, prog)
+    wait_for(lambda: sum(": pid " in x for x in run.lines) == 2, 30, "the ranks to start")
+    ranks = [int(x.split()[-1]) for x in run.lines if ": pid " in x]
+    os.kill(cluster.daemon_pid(), signal.SIGKILL)
+    wait_for(lambda: cluster.daemon_pid() is None, 10, "the daemon gone")
+    run.p.send_signal(signal.SIGINT)
+    rc, err = run.finish(30)
+    assert rc == 130 and "cancelled when it recovers" in err, (rc, err)
+    assert (cluster.home / "cancels" / "1").exists() and all(psutil.pid_exists(p) for p in ranks)
+    cluster._client = None
+    cluster.mcemu("up", "--detach", timeout=60)
+    cluster.record()
+    job = cluster.client.queue(jobs=[1])["jobs"][0]
+    assert job["state"] == "cancelled" and "Ctrl-C" in job["reason"] and "daemon was down" in job["reason"], job
+    assert not (cluster.home / "cancels" / "1").exists()
+    wait_for(lambda: not any(psutil.pid_exists(p) for p in ranks), 15, "the job's ranks ended")
+
+
 # each rank says which attempt it is; the first attempt's ranks wait (for a node to be killed)
 ATTEMPTS = """\
 import os, time

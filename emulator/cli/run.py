@@ -6,7 +6,8 @@ background; emulator.cli.jobs), waits for it to start, streams its ranks' output
 terminal as they write it (``--label``: each line prefixed ``RANK: ``, as ``srun --label``),
 and exits with the job's status: 0 when it completed; a failing rank's exit status (128 + N
 for a rank killed by signal N) where it is known, else 1 (also when ``mcemu down`` stops the
-cluster under it); 130 after Ctrl-C, which cancels the job (so do SIGTERM and SIGHUP).
+cluster under it); 130 after Ctrl-C, which cancels the job (so do SIGTERM and SIGHUP; while
+this host's daemon is down, the cancel is recorded in the home and done when it recovers).
 
 **Output.** Every rank's stdout and stderr go to one file on its node,
 ``$MCEMU_HOME/output/job<ID>.<RANK>.out`` (nodes.spawn), and this command follows those files
@@ -240,15 +241,15 @@ def _attend(c, jid: int, out: Output, args, pump) -> dict:
     """Follow job ``jid`` to its end (Ctrl-C, SIGTERM, a lost daemon: it is cancelled); its record."""
     if args.verbose:
         _note(f"job {jid} submitted: {shlex.join(args.program)}")
-    job = None
+    job, home = None, out.outdir and out.outdir.parent  # None: another host's daemon
     try:
         job = _follow(c, jid, out, args, _note, pump)
     except KeyboardInterrupt:
-        _cancel(c, jid, _note, "cancelled (Ctrl-C)")
+        _cancel(c, jid, _note, "cancelled (Ctrl-C)", home)
         job = {"state": "cancelled", "interrupted": True}
     finally:
         if job is None:  # SIGTERM, SIGHUP, a lost daemon: the job does not outlive its command
-            _cancel(c, jid, _note, "cancelled")
+            _cancel(c, jid, _note, "cancelled", home)
     return job
 
 
@@ -289,7 +290,8 @@ def _follow(c, jid: int, out: Output, args, note, pump=None) -> dict:
         if state in FINISHED:
             return job
         if started is not None and time.monotonic() - started > args.time:
-            _cancel(c, jid, note, f"reached its time limit (--time {args.time:g} s) and was cancelled")
+            _cancel(c, jid, note, f"reached its time limit (--time {args.time:g} s) and was cancelled",
+                    out.outdir and out.outdir.parent)
             out.poll(ranks, final=True)
             return {"state": "cancelled", "timed_out": True}
         time.sleep(POLL)
@@ -306,15 +308,24 @@ def _requeued(jid: int, job: dict, now: float, out: Output, note, pump) -> None:
         pump.again()
 
 
-def _cancel(c, jid: int, note, what: str) -> None:
-    """Cancel the job (a second Ctrl-C meanwhile is ignored: the job must not outlive us)."""
+def _cancel(c, jid: int, note, what: str, home: Path | None = None) -> None:
+    """Cancel the job (a second Ctrl-C meanwhile is ignored: the job must not outlive us). A
+    daemon of this host's ``home`` that does not answer (dead, to be recovered) finds the cancel
+    recorded in the home when it recovers (home.record_cancel), and cancels the job then."""
     from emulator.live.client import ClientTimeout, DaemonError  # lazy: see emulator.cli.jobs
 
     old = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
     try:
-        c.cancel(jid)
+        c.cancel(jid, why=f"mcemu run: {what}")
         note(f"job {jid} {what}")
-    except (DaemonError, ClientTimeout) as e:  # it ended meanwhile, or the daemon is gone
+    except ClientTimeout as e:
+        if home is None or stopped(home):  # another host's daemon, or a cluster stopped for good
+            note(f"job {jid}: could not cancel it: {e}")
+        else:
+            homemod.record_cancel(home, jid, f"{what} while the daemon was down")
+            note(f"job {jid}: the daemon does not answer: the job is cancelled when it recovers "
+                 f"(`mcemu up`; recorded in {home / homemod.CANCELS})")
+    except DaemonError as e:  # it ended meanwhile
         note(f"job {jid}: could not cancel it: {e}")
     finally:
         if old is not None:

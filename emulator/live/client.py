@@ -174,8 +174,9 @@ class Client:
             out[idx] = DaemonError(m["code"], m["message"]) if m["type"] == "error" else m["data"]["job"]
         return out
 
-    def cancel(self, job: int, timeout=None) -> dict:
-        return self.request("cancel", timeout, job=int(job))
+    def cancel(self, job: int, timeout=None, why: str | None = None) -> dict:
+        """``why``: said in the job's reason after who cancelled it (``mcemu run``'s time limit)."""
+        return self.request("cancel", timeout, job=int(job), **({"why": why[:200]} if why else {}))
 
     def tail(self, job: int, at: list[int], timeout=None) -> dict:
         """Job ``job``'s output from offsets ``at`` (one a rank): {"data": [[start, bytes], ...],

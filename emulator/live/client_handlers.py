@@ -17,6 +17,7 @@ import time
 from collections import deque
 
 from emulator.live import auth
+from emulator.live import home as homemod
 from emulator.live import protocol as P
 from emulator.live import views
 from emulator.live.admission import ASKED, LISTINGS, bad_name, wrong_kind
@@ -90,14 +91,26 @@ class ClientHandlers:
         if not p.admin and jr.owner != p.name:
             return m._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may cancel "
                                                 f"only its own jobs", msg["id"])
-        t = m.now()
+        self.cancel(jr, f"cancelled by {p.name}" + (f": {msg['why']}" if msg.get("why") else ""))
+        m._reply(ident, msg["id"], {"job": jr.id, "state": "cancelled"})
+
+    def cancel(self, jr, reason: str) -> None:
+        """End active job ``jr`` as cancelled: its tasks killed, the policy told."""
+        m, t = self.m, self.m.now()
         if jr.state == "running":
             m._kill_tasks(jr)
-            m._finish(jr, "cancelled", t, reason=f"cancelled by {p.name}", kind="cancel")
+            m._finish(jr, "cancelled", t, reason=reason, kind="cancel")
         else:
-            m.book.transition(jr, "cancelled", t, f"cancelled by {p.name}")
+            m.book.transition(jr, "cancelled", t, reason)
             m._input("cancel", job=jr.id, t=t)
-        m._reply(ident, msg["id"], {"job": jr.id, "state": "cancelled"})
+
+    def cancel_pending(self, recovered: bool) -> None:
+        """The cancels ``mcemu run`` recorded while this home's daemon was down (home.record_cancel),
+        applied by the daemon that recovers its journal; a new cluster's jobs are not those: dropped."""
+        for jid, why in homemod.pending_cancels(self.m.home):
+            jr = self.m.jobs.get(jid)
+            if recovered and jr is not None and jr.state in ACTIVE:
+                self.cancel(jr, why or "cancelled while the daemon was down")
 
     def on_queue(self, ident, msg):
         """A page (``limit``) is answered now; an unpaged request gets every row in one reply,

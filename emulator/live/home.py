@@ -151,6 +151,41 @@ def clear_trace(home: Path, job: int) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
+CANCELS = "cancels"  # jobs to cancel that a command could not, its daemon being down (pending_cancels)
+
+
+def record_cancel(home: Path, job: int, why: str) -> Path:
+    """Job ``job`` is to be cancelled (``why``) when this home's daemon serves again: ``mcemu run``
+    was stopped while its daemon was down, and the job must not outlive its command."""
+    d = home / CANCELS
+    d.mkdir(mode=0o700, exist_ok=True)
+    path = d / str(int(job))
+    tmp = d / f".{int(job)}.{os.getpid()}"
+    tmp.write_text(why[:200] + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def pending_cancels(home: Path, take: bool = True) -> list[tuple[int, str]]:
+    """The jobs :func:`record_cancel` named, (job, why) in job order; ``take``: their files are
+    removed (a daemon applies them once). Anything else in the directory is ignored."""
+    d = home / CANCELS
+    try:
+        names = [n for n in os.listdir(d) if n.isdigit() and len(n) < 19]
+    except OSError:
+        return []
+    out = []
+    for n in sorted(names, key=int):
+        try:
+            why = (d / n).read_text(errors="replace").strip()[:200]
+            if take:
+                (d / n).unlink()
+        except OSError:
+            continue
+        out.append((int(n), why))
+    return out
+
+
 def raise_nofile(need: int) -> int:
     """Raise RLIMIT_NOFILE (soft) to at least ``need`` if the hard limit allows; returns it."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -163,6 +163,7 @@ class ProcessorManager:
         self.book.recount()  # the replay set states directly
         for jr in [j for j in self.jobs.values() if j.state == "running" and j.failure is not None]:
             self._abort(jr, jr.reason)  # a task failed just before the daemon died: its job ends now
+        self.from_clients.cancel_pending(bool(self.recovered))  # Ctrl-C of `mcemu run` while it was down
         self.admission = Admission(cfg, self.clock)
         # after the replay: a journal it failed on keeps its own settings
         self.journal.set_meta(config=cfg, t0=self.t0, format=configmod.FORMAT)

@@ -241,7 +241,7 @@ SCHEMAS: dict[str, dict] = {
                "name": (_str(255), O), "command": (_opt(_str()), O), "burn": (_bool, O),
                # a command's working directory and rank 0's stdin (``mcemu run``): absolute paths
                "cwd": (_opt(_path), O), "stdin": (_opt(_path), O)},
-    "cancel": {"id": (REQ_ID, R), "job": (JOB, R)},
+    "cancel": {"id": (REQ_ID, R), "job": (JOB, R), "why": (_str(200), O)},  # why: said in the job's reason
     # ``mcemu run`` of another host: the job's output files from these offsets, rank by rank
     # (emulator.live.client_handlers ``on_tail``)
     "tail": {"id": (REQ_ID, R), "job": (JOB, R), "at": (_list(_int(0, MAX_OFFSET), MAX_TAIL_RANKS), R)},
