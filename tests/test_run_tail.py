@@ -57,10 +57,13 @@ def test_a_reply_carries_at_most_tail_bytes_and_the_reader_asks_again(tmp_path):
     big = bytes(range(256)) * (TAIL_BYTES // 256)
     for r in range(2):
         (tmp_path / "output" / f"job{jr.id}.{r}.out").write_bytes(big + b"tail\n")
-    rows = s.call("tail", job=jr.id, at=[0, 0])["data"]["data"]
-    assert sum(len(d) for _, d in rows) == TAIL_BYTES and rows[0][1] == big and rows[1] == [0, b""]
+    r = s.call("tail", job=jr.id, at=[0, 0])["data"]
+    rows = r["data"]
+    assert sum(len(d) for _, d in rows) == TAIL_BYTES and rows[0][1] == big and rows[1] == [0, b""] and r["more"]
     rows = s.call("tail", job=jr.id, at=[len(big), 0])["data"]["data"]
     assert rows[0] == [len(big), b"tail\n"] and len(rows[1][1]) == TAIL_BYTES - 5
+    r = s.call("tail", job=jr.id, at=[len(big) + 5, TAIL_BYTES - 5])["data"]
+    assert r["data"] == [[len(big) + 5, b""], [TAIL_BYTES - 5, big[-5:] + b"tail\n"]] and not r["more"]
 
 
 def test_a_job_not_started_has_no_output_and_only_its_owner_and_the_admin_read_it(tmp_path):
@@ -70,7 +73,7 @@ def test_a_job_not_started_has_no_output_and_only_its_owner_and_the_admin_read_i
     # a second job waits for the first's nodes: a file of its name would be no one's yet
     assert s.call("submit", request={"cube": 2}, runtime=5.0, command="true")["type"] == "ok"
     (tmp_path / "output" / "job2.0.out").write_bytes(b"an older cluster's\n")
-    assert s.call("tail", job=2, at=[0])["data"] == {"data": [], "state": "queued", "attempt": 0}
+    assert s.call("tail", job=2, at=[0])["data"] == {"data": [], "state": "queued", "attempt": 0, "more": False}
     assert s.call("tail", job=99, at=[0])["code"] == "unknown-job"
     s.d.peers.update({b"bob": Principal("bob", "client", None, "B" * 40),
                       b"boss": Principal("boss", "admin", None, "A" * 40)})

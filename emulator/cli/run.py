@@ -54,6 +54,7 @@ from emulator.live import home as homemod
 
 DEFAULT_TIME = 3600.0  # seconds: a program's time limit unless --time
 POLL = 0.1  # seconds between two looks at the job and its output files
+TAIL_ROUNDS = 8  # a far daemon's replies one poll asks for while it has more (8 x 128 KiB)
 # an output file last written this long before the submit is an older job's: a file's times come
 # from the kernel's coarse clock, a tick (at most 10 ms) behind the one time.time() reads
 STALE = 0.5
@@ -82,6 +83,7 @@ class Output:
         self.old: set[int] = set()
         self.restart = 0.0
         self.attempt = None  # the attempt whose files a daemon of another host answers of (``tail``)
+        self.more = False  # its last answer was cut at its bound: more is there now
 
     def again(self, started: float) -> None:
         """The job was requeued: its new attempt started at wall time ``started`` (a daemon of
@@ -93,12 +95,15 @@ class Output:
     def poll(self, ranks: int, final: bool = False) -> None:
         if self.outdir is None and self.client is None:
             return
+        rounds = 0
         while True:
             before = dict(self.at)
             got = self._fetch(ranks)
-            # a daemon's reply is bounded (TAIL_BYTES): at the end, ask until all is read, and
-            # only then end the last lines that have no newline
-            more = final and self.outdir is None and self.at != before
+            rounds += 1
+            # a far daemon's reply is bounded (TAIL_BYTES): ask again at once while it says it has
+            # more (TAIL_ROUNDS a poll), and at the end until nothing is new; only then end the
+            # last lines that have no newline
+            more = self.outdir is None and (final and self.at != before or self.more and rounds < TAIL_ROUNDS)
             self._write(got, final and not more)
             if not more:
                 return
@@ -132,7 +137,7 @@ class Output:
             reply = self.client.tail(self.job, at) if ranks else {"data": []}
         except (ClientTimeout, DaemonError):  # the next poll asks again
             return {}
-        rows, attempt = reply["data"], reply.get("attempt")
+        rows, attempt, self.more = reply["data"], reply.get("attempt"), bool(reply.get("more"))
         if self.attempt is None:
             self.attempt = attempt
         elif attempt != self.attempt:  # offsets of the last attempt's files: again() starts anew

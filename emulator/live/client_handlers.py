@@ -193,17 +193,17 @@ class ClientHandlers:
         if not p.admin and jr.owner != p.name:
             return m._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may read "
                                                 f"only its own jobs' output", msg["id"])
-        at, out = msg["at"], []
+        at, out, budget = msg["at"], [], TAIL_BYTES
         if jr.command and jr.state != "queued" and jr.start is not None:  # before, a file is no one's yet
             # a file last written before this attempt started is an earlier attempt's (a requeued
             # job's rank not started again yet): its files are on the wall clock, not the model's
             since = time.time() - (m.now() - jr.start) * m.time_unit - TAIL_SLACK
-            budget = TAIL_BYTES
             for rank, off in enumerate(at):
                 start, data = tail_file(m.home / "output" / f"job{int(jr.id)}.{rank}.out", off, budget, since)
                 budget -= len(data)
                 out.append([start, data])
-        m._reply(ident, msg["id"], {"data": out, "state": jr.state, "attempt": jr.attempt})
+        # more: the budget ran out, a rank may hold more now (the reader asks again at once)
+        m._reply(ident, msg["id"], {"data": out, "state": jr.state, "attempt": jr.attempt, "more": budget <= 0})
 
     def on_ping(self, ident, msg):
         self.m._reply(ident, msg["id"], {"pong": True})
