@@ -51,19 +51,32 @@ def test_a_file_last_written_before_the_attempt_started_is_an_earlier_attempts(t
     assert s.call("tail", job=jr.id, at=[0, 0])["data"]["data"] == [[0, b""], [0, b"attempt 2\n"]]
 
 
-def test_a_reply_carries_at_most_tail_bytes_and_the_reader_asks_again(tmp_path):
+def test_a_reply_carries_at_most_tail_bytes_a_share_a_rank_and_says_when_there_is_more(tmp_path):
     s = Stub(tmp_path)
     jr = _running(s)
     big = bytes(range(256)) * (TAIL_BYTES // 256)
-    for r in range(2):
-        (tmp_path / "output" / f"job{jr.id}.{r}.out").write_bytes(big + b"tail\n")
+    (tmp_path / "output" / f"job{jr.id}.0.out").write_bytes(big + b"tail\n")  # a rank that prints fast
+    (tmp_path / "output" / f"job{jr.id}.1.out").write_bytes(b"a line\n")
+    half = TAIL_BYTES // 2
     r = s.call("tail", job=jr.id, at=[0, 0])["data"]
-    rows = r["data"]
-    assert sum(len(d) for _, d in rows) == TAIL_BYTES and rows[0][1] == big and rows[1] == [0, b""] and r["more"]
-    rows = s.call("tail", job=jr.id, at=[len(big), 0])["data"]["data"]
-    assert rows[0] == [len(big), b"tail\n"] and len(rows[1][1]) == TAIL_BYTES - 5
-    r = s.call("tail", job=jr.id, at=[len(big) + 5, TAIL_BYTES - 5])["data"]
-    assert r["data"] == [[len(big) + 5, b""], [TAIL_BYTES - 5, big[-5:] + b"tail\n"]] and not r["more"]
+    assert r["data"] == [[0, big[:half]], [0, b"a line\n"]] and r["more"]  # the other rank is not starved
+    r = s.call("tail", job=jr.id, at=[half, 7])["data"]
+    assert r["data"] == [[half, big[half:]], [7, b""]] and r["more"]
+    r = s.call("tail", job=jr.id, at=[len(big), 7])["data"]
+    assert r["data"] == [[len(big), b"tail\n"], [7, b""]] and not r["more"]
+    # offsets past the job's ranks are not looked at
+    assert len(s.call("tail", job=jr.id, at=[0] * 1000)["data"]["data"]) == 4
+
+
+def test_with_many_ranks_each_has_its_share_and_the_reply_stays_within_its_bound(tmp_path):
+    s = Stub(tmp_path, topology="mesh:8x8", allocator="first-fit")
+    s.register_all()
+    assert s.call("submit", request={"shape": [8, 8]}, runtime=50.0, command="echo hi")["type"] == "ok"
+    (jr,) = s.d.jobs.values()
+    for r in range(64):
+        (tmp_path / "output" / f"job{jr.id}.{r}.out").write_bytes(b"x" * (TAIL_BYTES // 32))
+    r = s.call("tail", job=jr.id, at=[0] * 64)["data"]
+    assert [len(d) for _, d in r["data"]] == [TAIL_BYTES // 64] * 64 and r["more"]
 
 
 def test_a_job_not_started_has_no_output_and_only_its_owner_and_the_admin_read_it(tmp_path):

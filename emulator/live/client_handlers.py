@@ -184,7 +184,8 @@ class ClientHandlers:
         that cannot read this home's ``output/`` (emulator.cli.run): ``[[start, bytes], ...]``, a
         rank's bytes from ``start`` = its offset, or 0 when its file is shorter than that (a new
         attempt's file, begun afresh). Its owner's and the admin's only, as a cancel. At most
-        TAIL_BYTES a reply, shared in turn so that no rank starves: the reader asks again."""
+        TAIL_BYTES a reply, an equal share a rank, so that a rank that prints fast starves no
+        other; ``more``: a rank had more than its share (the reader asks again at once)."""
         m = self.m
         jr = m.jobs.get(msg["job"])
         if jr is None:
@@ -193,17 +194,20 @@ class ClientHandlers:
         if not p.admin and jr.owner != p.name:
             return m._error(ident, "forbidden", f"job {jr.id} belongs to {jr.owner!r}: {p.name!r} may read "
                                                 f"only its own jobs' output", msg["id"])
-        at, out, budget = msg["at"], [], TAIL_BYTES
+        # no more files than the job has ranks: a request of 16,384 offsets is 16,384 opens
+        at, out, budget, more = msg["at"][:len(jr.nodes)], [], TAIL_BYTES, False
         if jr.command and jr.state != "queued" and jr.start is not None:  # before, a file is no one's yet
             # a file last written before this attempt started is an earlier attempt's (a requeued
             # job's rank not started again yet): its files are on the wall clock, not the model's
             since = time.time() - (m.now() - jr.start) * m.time_unit - TAIL_SLACK
+            share = TAIL_BYTES // max(1, len(at))
             for rank, off in enumerate(at):
-                start, data = tail_file(m.home / "output" / f"job{int(jr.id)}.{rank}.out", off, budget, since)
+                n = min(share, budget)
+                start, data = tail_file(m.home / "output" / f"job{int(jr.id)}.{rank}.out", off, n, since)
                 budget -= len(data)
+                more = more or len(data) == n
                 out.append([start, data])
-        # more: the budget ran out, a rank may hold more now (the reader asks again at once)
-        m._reply(ident, msg["id"], {"data": out, "state": jr.state, "attempt": jr.attempt, "more": budget <= 0})
+        m._reply(ident, msg["id"], {"data": out, "state": jr.state, "attempt": jr.attempt, "more": more})
 
     def on_ping(self, ident, msg):
         self.m._reply(ident, msg["id"], {"pong": True})

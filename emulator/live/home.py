@@ -166,24 +166,26 @@ def record_cancel(home: Path, job: int, why: str) -> Path:
     return path
 
 
-def pending_cancels(home: Path, take: bool = True) -> list[tuple[int, str]]:
-    """The jobs :func:`record_cancel` named, (job, why) in job order; ``take``: their files are
-    removed (a daemon applies them once). Anything else in the directory is ignored."""
+def pending_cancels(home: Path, take: bool = True):
+    """The jobs :func:`record_cancel` named, (job, why) in job order; ``take``: each file is
+    removed once the caller is done with its job (a daemon that dies while it cancels one finds
+    it again). Anything else in the directory is ignored."""
     d = home / CANCELS
     try:
         names = [n for n in os.listdir(d) if n.isdigit() and len(n) < 19]
     except OSError:
-        return []
-    out = []
+        return
     for n in sorted(names, key=int):
         try:
             why = (d / n).read_text(errors="replace").strip()[:200]
-            if take:
-                (d / n).unlink()
         except OSError:
             continue
-        out.append((int(n), why))
-    return out
+        yield int(n), why
+        if take:
+            try:
+                (d / n).unlink()
+            except OSError:
+                pass
 
 
 def raise_nofile(need: int) -> int:
