@@ -293,7 +293,7 @@ def test_missed_heartbeats_requeue_then_fail(tmp_path):
     s.d.outbox.clear()
     s.d.nodes[job.nodes[0]].last = time.monotonic() - 10
     s.d.from_nodes.purge(time.monotonic())
-    assert job.state == "failed" and "node faults" in job.reason
+    assert job.state == "failed" and "2 faults, more than --max-requeue 1" in job.reason, job.reason
     assert s.d.node_state(0) == "down"
     s.d.outbox.clear()
     out = s.send(b"n0-again", "register", node=0, pid=999, host="h")  # it comes back

@@ -321,7 +321,9 @@ class ProcessorManager:
         for n in jr.nodes:
             self.nodes[n].jobs.discard(jr.id)
         if jr.faults > self.max_requeue:
-            self._finish(jr, "failed", t, reason=f"{why}; {jr.faults} node faults", kind="fail")
+            # a fault is a node's or the interconnect's: "node faults" misled after the latter
+            self._finish(jr, "failed", t, reason=f"{why}; {jr.faults} faults, more than --max-requeue "
+                                                 f"{self.max_requeue}", kind="fail")
             return
         jr.nodes, jr.allocation = [], None
         self.book.transition(jr, "queued", t, f"requeued: {why}", event="requeued")
