@@ -2,9 +2,9 @@
 
 A job is ``queued`` until the policy starts it, then ``running`` with one task per node of its
 allocation (rank i on the i-th node in ascending order), then ``completed`` (every task exited
-0), ``failed`` (a task exited otherwise, or it met more node faults than ``max_requeue``) or
-``cancelled``. A job whose node goes down is requeued: same id, same submit time, a new
-``attempt``. The records are changed by emulator.live.manager and its handler mixins only; the
+0), ``failed`` (a task exited otherwise, or it met more faults than ``max_requeue``: nodes
+lost, the interconnect) or ``cancelled``. A job whose node goes down is requeued: same id,
+same submit time, a new ``attempt``. The records are changed by emulator.live.manager and its handler mixins only; the
 journal's ``jobs`` table holds ``JobRec.row()`` of each.
 """
 from __future__ import annotations

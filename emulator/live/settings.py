@@ -123,7 +123,8 @@ SETTINGS = (
     Setting("hang", TUNABLE, (DAEMON,), "seconds of silence after which a node process of this host that "
             "is still alive is taken for hung and down (default {default}); one that ends is down at once",
             type=float, default=30.0, check=_within("--hang", 0.1, 86400)),
-    Setting("max_requeue", TUNABLE, (DAEMON,), "node faults a job survives by requeueing (default {default})",
+    Setting("max_requeue", TUNABLE, (DAEMON,), "faults (a node lost, the interconnect) a job survives by "
+            "requeueing (default {default})",
             type=int, default=1, check=_within("--max-requeue", 0, 1000)),
     Setting("client_max_jobs", TUNABLE, (DAEMON,), "jobs a client key may have queued or running, 0 for no "
             "limit (default {default}; admins and local users have none)", type=int, default=admission.QUEUE_QUOTA,
